@@ -1,0 +1,3 @@
+from autogk_git.cli import main
+
+main()

@@ -1,0 +1,38 @@
+"""The one agent interface: given an experiment's worktree and context, make ONE change."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from autogk_git.project import Target
+
+
+@dataclass
+class Context:
+    """What an agent may read before it changes the kernel."""
+
+    worktree: Path                     # the experiment's checkout; edit files here
+    target: Target                     # the target as seen inside the worktree
+    number: int                        # the experiment number
+    history: list[dict[str, Any]]      # result notes of this target's earlier experiments, oldest first
+    plan: str | None = None            # a pending research plan (markdown), if any
+    config: Any = None                 # the project's Config
+    check: Any = None                  # callable(worktree) -> quick-check summary dict, for agents that test
+
+
+@dataclass
+class Proposal:
+    """An agent's answer. `changed` is False when it has nothing left to try."""
+
+    hypothesis: str                    # one line: the commit subject
+    rationale: str = ""                # markdown: why, written as the plan note
+    changed: bool = True
+    usage: dict[str, Any] = field(default_factory=dict)  # tokens, cost_usd, turns, requests
+
+
+class Agent(Protocol):
+    name: str
+
+    def propose(self, ctx: Context) -> Proposal:
+        """Edit files under ctx.worktree (the target's editable files only) and describe the change."""

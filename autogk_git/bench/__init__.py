@@ -1,0 +1,1 @@
+"""Benchmarking: the job/result contract, stages, statistics and backends."""

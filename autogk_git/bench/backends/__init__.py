@@ -1,0 +1,51 @@
+"""Backends, chosen by key. Each takes a job and returns the same result shape."""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from autogk_git.errors import ConfigError
+
+
+class Backend(Protocol):
+    name: str
+    timing: bool  # True when the backend measures latency
+
+    def eligible(self, definition: dict[str, Any], workloads: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(workloads this backend can run, skipped ones with the reason)."""
+
+    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Run a prepared job; returns runner.run_worker's result."""
+
+
+def cuda_available() -> bool:
+    """Whether a CUDA GPU is visible, without importing torch (keeps the CLI fast)."""
+    import shutil
+    import subprocess
+    if not shutil.which("nvidia-smi"):
+        return False
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def resolve_name(name: str) -> str:
+    if name == "auto":
+        return "local" if cuda_available() else "interpret"
+    return name
+
+
+def get_backend(name: str, config) -> Backend:
+    name = resolve_name(name)
+    if name == "interpret":
+        from autogk_git.bench.backends.interpret import InterpretBackend
+        return InterpretBackend(config)
+    if name == "local":
+        from autogk_git.bench.backends.local import LocalBackend
+        return LocalBackend(config)
+    if name == "modal":
+        from autogk_git.bench.backends.modal_backend import ModalBackend
+        return ModalBackend(config)
+    raise ConfigError(f"unknown backend '{name}'", "set [bench] backend to auto, interpret, local or modal")

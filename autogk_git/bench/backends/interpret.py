@@ -1,0 +1,33 @@
+"""CPU backend: Triton's interpreter (TRITON_INTERPRET=1). Correctness only: latency is absent, never invented."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from autogk_git.bench import runner
+from autogk_git.bench.job import numel
+
+
+class InterpretBackend:
+    name = "interpret"
+    timing = False
+
+    def __init__(self, config) -> None:
+        self.max_numel = config.bench.cpu_max_numel
+
+    def eligible(self, definition: dict[str, Any], workloads: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        keep, skipped = [], []
+        for wl in workloads:
+            n = numel(definition, wl)
+            if n > self.max_numel:
+                skipped.append({"uuid": wl["uuid"], "reason": f"{n} input elements exceed the CPU interpreter's "
+                                f"limit ([bench] cpu_max_numel = {self.max_numel})"})
+            else:
+                keep.append(wl)
+        return keep, skipped
+
+    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        job = dict(job, settings=dict(job["settings"], device="cpu"))
+        env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
+        return runner.run_worker(job, env, timeout_s)

@@ -1,0 +1,50 @@
+"""The job: plain JSON that every backend takes. Built here from a target and kernel sources."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from autogk_git.project import Target
+
+SCHEMA_VERSION = 1
+
+
+def numel(definition: dict[str, Any], workload: dict[str, Any]) -> int:
+    """Input elements of one workload: its size, for picking smallest/largest and CPU limits."""
+    axes = {n: a["value"] for n, a in definition["axes"].items() if a.get("type") == "const"}
+    axes.update(workload.get("axes", {}))
+    total = 0
+    for spec in definition["inputs"].values():
+        shape = spec.get("shape")
+        if shape:
+            total += math.prod(int(axes.get(d, 1)) for d in shape)
+    return total
+
+
+def quick_subset(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The smallest and the largest workload."""
+    ordered = sorted(workloads, key=lambda w: numel(definition, w))
+    return ordered[:1] if len(ordered) == 1 else [ordered[0], ordered[-1]]
+
+
+def stride_subset(workloads: list[dict[str, Any]], stride: int) -> list[dict[str, Any]]:
+    """Every stride-th workload in file order: deterministic, so it is the same for every experiment."""
+    return workloads[::max(1, stride)]
+
+
+def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],
+             workloads: list[dict[str, Any]], settings: dict[str, Any], seed: int) -> dict[str, Any]:
+    return {
+        "version": SCHEMA_VERSION,
+        "stage": stage,
+        "definition": target.definition,
+        "workloads": workloads,
+        "sources": sources,
+        "generator": target.generator_source(),
+        "blob_root": str(target.dir),
+        "settings": settings,
+        "seed": seed,
+    }
+
+
+

@@ -1,0 +1,90 @@
+"""The `autogk` command: parse, call one function, print. Heavy SDKs load only inside commands."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+
+import click
+
+from autogk_git import __version__
+from autogk_git.errors import AutogkError
+
+# name -> "module:function"; each module holds one subcommand.
+COMMANDS = {
+    "init": "autogk_git.commands.init:init",
+    "iterate": "autogk_git.commands.iterate:iterate",
+    "bench": "autogk_git.commands.bench:bench",
+    "log": "autogk_git.commands.log:log",
+    "show": "autogk_git.commands.show:show",
+    "hooks": "autogk_git.commands.hooks:hooks",
+    "doctor": "autogk_git.commands.doctor:doctor",
+    "sync": "autogk_git.commands.sync:sync",
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a subcommand's module only when that subcommand runs (or its help is shown)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        import importlib
+        mod, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(mod), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+HELP = {
+    "init": "Make a repo an autogk project and add a kernel target.",
+    "iterate": "Run the optimization loop: propose, commit, benchmark, keep or revert.",
+    "bench": "Benchmark a kernel (the trunk's by default) without an experiment.",
+    "log": "One line per experiment: number, verdict, hypothesis, figures.",
+    "show": "One experiment: plan, diff and per-workload table.",
+    "hooks": "Install or remove autogk's git hooks.",
+    "doctor": "Check the installation, the project and the backends.",
+    "sync": "Log result notes that MLflow does not have yet.",
+    "research": "Write a research plan for the next experiment.",
+    "best": "The best kept kernel per target.",
+}
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autogk")
+def cli() -> None:
+    """autogk: a git repository as an autonomous, statistically honest Triton kernel optimizer."""
+
+
+def main() -> None:
+    try:
+        rc = cli.main(standalone_mode=False)
+    except AutogkError as e:
+        click.echo(f"error: {e.message}", err=True)
+        if e.hint:
+            click.echo(f"hint: {e.hint}", err=True)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: state is in git; run the same command again to resume", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except Exception:  # a crash: keep the details for a bug report
+        fd, path = tempfile.mkstemp(prefix="autogk-crash-", suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"autogk {__version__}, python {sys.version}\nargv: {sys.argv}\n\n{traceback.format_exc()}")
+        click.echo(f"autogk crashed: {traceback.format_exc().strip().splitlines()[-1]}\n"
+                   f"details: {path}", err=True)
+        sys.exit(3)
+    sys.exit(rc if isinstance(rc, int) else 0)

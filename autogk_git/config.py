@@ -1,0 +1,226 @@
+"""`.autogk.toml`: embedded defaults, validation on load, `AUTOGK_<SECTION>_<KEY>` overrides.
+
+Every key is declared once in SCHEMA with its type, default and a one-line doc; an unknown key or a
+bad value is a ConfigError naming the key and the fix. Secrets never live here: API keys and Modal
+tokens come from the environment only (see env.py).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from autogk_git.errors import ConfigError
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+CONFIG_NAME = ".autogk.toml"
+
+
+@dataclass(frozen=True)
+class Key:
+    type: type | tuple[type, ...]
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] | None = None
+    check: Callable[[Any], bool] | None = None
+    rule: str = ""
+
+
+def _pos(x: Any) -> bool:
+    return x > 0
+
+
+def _frac(x: Any) -> bool:
+    return 0 <= x < 1
+
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "project": {
+        "trunk": Key(str, "main", "branch holding the best kept kernel"),
+        "target": Key(str, "", "default target (a folder under kernels/); empty: the only one"),
+    },
+    "bench": {
+        "backend": Key(str, "auto", "where benchmarks run", ("auto", "interpret", "local", "modal")),
+        "gpu": Key(str, "", "local: CUDA device indices to use, e.g. '0,1'; empty: all"),
+        "stride": Key(int, 4, "stride stage: time every k-th workload", check=_pos, rule="> 0"),
+        "trials": Key(int, 3, "fresh input sets per correctness check", check=_pos, rule="> 0"),
+        "reps": Key(int, 30, "timed calls per workload per round", check=_pos, rule="> 0"),
+        "warmup": Key(int, 5, "untimed calls before timing", check=lambda x: x >= 0, rule=">= 0"),
+        "min_rounds": Key(int, 5, "ab stage: rounds before the first decision", check=_pos, rule="> 0"),
+        "max_rounds": Key(int, 40, "ab stage: round budget", check=_pos, rule="> 0"),
+        "min_effect": Key(float, 0.01, "keep only if faster than parent by at least this fraction",
+                          check=_frac, rule="in [0, 1)"),
+        "confidence": Key(float, 0.95, "confidence level of the interval", check=lambda x: 0.5 <= x < 1,
+                          rule="in [0.5, 1)"),
+        "inconclusive": Key(str, "revert", "verdict when the interval is not decisive", ("revert", "keep")),
+        "timer": Key(str, "cudagraph", "device timer", ("cudagraph", "cupti", "events")),
+        "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),
+        "hook_mode": Key(str, "background", "hand commits: benchmark in the background or block",
+                         ("background", "foreground")),
+        "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
+                             check=_pos, rule="> 0"),
+    },
+    "agent": {
+        "kind": Key(str, "auto", "who proposes changes; auto: anthropic with ANTHROPIC_API_KEY, else tune",
+                    ("auto", "tune", "anthropic", "command")),
+        "model": Key(str, "claude-sonnet-4-5", "model for the anthropic agent"),
+        "budget_usd": Key(float, 0.0, "stop the loop past this spend; 0: no limit",
+                          check=lambda x: x >= 0, rule=">= 0"),
+        "max_iterations": Key(int, 0, "stop after this many experiments; 0: no limit",
+                              check=lambda x: x >= 0, rule=">= 0"),
+        "editable": Key(list, ["kernel.py"], "globs (relative to the target) an agent may change"),
+        "command": Key(str, "", "command agent: the CLI to run, e.g. 'claude -p'"),
+        "max_turns": Key(int, 30, "anthropic agent: tool-use turns per experiment", check=_pos, rule="> 0"),
+    },
+    "tracking": {
+        "enabled": Key(bool, True, "log results to MLflow"),
+        "uri": Key(str, "", "MLflow tracking URI; empty: sqlite:///<project>/mlruns/mlflow.db"),
+        "artifacts": Key(str, "", "artifact root; empty: <project>/mlruns/artifacts"),
+    },
+    "modal": {
+        "app": Key(str, "autogk-bench", "Modal app name"),
+        "gpu": Key(str, "B200", "Modal GPU type"),
+        "timeout_s": Key(int, 900, "Modal function timeout", check=_pos, rule="> 0"),
+        "retries": Key(int, 1, "Modal retries on preemption", check=lambda x: x >= 0, rule=">= 0"),
+        "python": Key(str, "3.12", "image Python version"),
+        "torch": Key(str, "2.9.1", "image torch version"),
+        "triton": Key(str, "3.5.1", "image triton version"),
+    },
+}
+
+
+class Config:
+    """Validated settings: `cfg.bench.reps`, `cfg["bench"]["reps"]`."""
+
+    def __init__(self, data: dict[str, dict[str, Any]], path: Path | None = None) -> None:
+        self._data = data
+        self.path = path
+
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self._data[section]
+
+    def __getattr__(self, section: str) -> Any:
+        if section.startswith("_") or section not in self._data:
+            raise AttributeError(section)
+        return _Section(self._data[section])
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {s: dict(v) for s, v in self._data.items()}
+
+
+class _Section:
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+def _coerce(section: str, key: str, spec: Key, value: Any, where: str) -> Any:
+    name = f"[{section}] {key}"
+    if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if spec.type is list and isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: {name} must be a list of strings", f"e.g. {key} = {spec.default!r}")
+    elif not isinstance(value, spec.type) or (spec.type is int and isinstance(value, bool)):
+        raise ConfigError(
+            f"{where}: {name} must be {getattr(spec.type, '__name__', spec.type)}, got {value!r}",
+            f"set it like: {key} = {_toml(spec.default)}  ({spec.doc})")
+    if spec.choices is not None and value not in spec.choices:
+        raise ConfigError(f"{where}: {name} = {value!r} is not one of {', '.join(map(str, spec.choices))}",
+                          f"set {key} to one of: {', '.join(map(repr, spec.choices))}")
+    if spec.check is not None and not spec.check(value):
+        raise ConfigError(f"{where}: {name} = {value!r} must be {spec.rule}",
+                          f"default: {key} = {_toml(spec.default)}  ({spec.doc})")
+    return value
+
+
+def _toml(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return repr(v)
+
+
+def _from_env(spec: Key, raw: str) -> Any:
+    if spec.type is bool:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if spec.type is int:
+        try:
+            return int(raw)
+        except ValueError:
+            return raw
+    if spec.type is float:
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+    if spec.type is list:
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    return raw
+
+
+def parse(data: dict[str, Any], where: str = CONFIG_NAME, environ: dict[str, str] | None = None) -> Config:
+    """Validate raw TOML data, fill defaults, apply AUTOGK_<SECTION>_<KEY> overrides."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, dict[str, Any]] = {}
+    for section, value in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(f"{where}: unknown section [{section}]",
+                              f"known sections: {', '.join(f'[{s}]' for s in SCHEMA)}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: [{section}] must be a table", f"write it as [{section}] with keys below")
+        for key in value:
+            if key not in SCHEMA[section]:
+                raise ConfigError(f"{where}: unknown key '{key}' in [{section}]",
+                                  f"known keys in [{section}]: {', '.join(SCHEMA[section])}")
+    for section, keys in SCHEMA.items():
+        out[section] = {}
+        for key, spec in keys.items():
+            env_name = f"AUTOGK_{section.upper()}_{key.upper()}"
+            if env_name in environ:
+                out[section][key] = _coerce(section, key, spec, _from_env(spec, environ[env_name]), env_name)
+            elif key in data.get(section, {}):
+                out[section][key] = _coerce(section, key, spec, data[section][key], where)
+            else:
+                out[section][key] = spec.default
+    return Config(out)
+
+
+def load(root: Path) -> Config:
+    path = root / CONFIG_NAME
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"no {CONFIG_NAME} in {root}", "run `autogk init` to make this an autogk project") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}", f"fix the syntax in {CONFIG_NAME}") from None
+    cfg = parse(data, where=str(path))
+    cfg.path = path
+    return cfg
+
+
+def render_default(trunk: str, target: str) -> str:
+    """The config `autogk init` writes: the chosen values, every other key as a comment."""
+    lines = ["# autogk project settings. Every key is optional; the commented values are the defaults.",
+             "# Environment variables override keys: AUTOGK_<SECTION>_<KEY>, e.g. AUTOGK_BENCH_BACKEND=interpret.",
+             "# Secrets (ANTHROPIC_API_KEY, MODAL_TOKEN_ID/SECRET) come from the environment only.", ""]
+    chosen = {("project", "trunk"): trunk, ("project", "target"): target}
+    for section, keys in SCHEMA.items():
+        lines.append(f"[{section}]")
+        for key, spec in keys.items():
+            if (section, key) in chosen:
+                lines.append(f"{key} = {_toml(chosen[(section, key)])}")
+            else:
+                choices = f" [{' | '.join(map(str, spec.choices))}]" if spec.choices else ""
+                lines.append(f"# {key} = {_toml(spec.default)}  # {spec.doc}{choices}")
+        lines.append("")
+    return "\n".join(lines)

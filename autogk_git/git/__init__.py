@@ -1,0 +1,1 @@
+"""Everything that runs git lives in this package."""

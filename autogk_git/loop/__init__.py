@@ -1,0 +1,1 @@
+"""The experiment loop: lifecycle, verdict policy, resume."""

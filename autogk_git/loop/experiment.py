@@ -1,0 +1,336 @@
+"""One experiment's life: branch and worktree, commit, benchmark, result note, verdict, merge or archive.
+
+Every step is idempotent and its state lives in refs and notes, so a loop killed at any point is
+finished (or cleanly discarded) by the next run. Order of a conclusion:
+    keep:   kept ref -> merge into trunk -> delete branch -> remove worktree
+    revert: archive ref -> delete branch -> remove worktree
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from autogk_git import notes, refs, tunables
+from autogk_git.errors import AutogkError, GitError
+from autogk_git.git import repo
+from autogk_git.git.run import git
+from autogk_git.project import Project, Target
+
+Say = Callable[[str], None]
+LOOP_ENV = "AUTOGK_LOOP"  # set on the loop's own commits: the hook leaves them to the loop
+
+
+@dataclass
+class Experiment:
+    target: str
+    number: int
+    branch: str | None          # short branch name while open
+    sha: str | None             # the branch tip (or kept/archive ref target)
+    state: str                  # open | kept | archived
+
+
+def scan(project: Project, target: str) -> dict[int, Experiment]:
+    """Every experiment of a target, from its refs (one git process)."""
+    found: dict[int, Experiment] = {}
+    pats = [f"{refs.BRANCH_PREFIX}{target}/", f"{refs.KEPT_PREFIX}{target}/", f"{refs.ARCHIVE_PREFIX}{target}/"]
+    for name, sha in repo.for_each_ref(project.root, *pats):
+        parsed = refs.ExperimentRef.parse(name)
+        if not parsed:
+            continue
+        kind, ref = parsed
+        exp = found.setdefault(ref.number, Experiment(target, ref.number, None, None, "open"))
+        if kind == "branch":
+            exp.branch = ref.branch
+            exp.sha = exp.sha or sha
+        else:
+            exp.state = "kept" if kind == "kept" else "archived"
+            exp.sha = sha
+    return found
+
+
+def next_number(project: Project, target: str) -> int:
+    nums = list(scan(project, target))
+    wt_dir = project.state_dir / "worktrees"
+    if wt_dir.is_dir():  # a worktree reserves its number even before its branch exists
+        for p in wt_dir.iterdir():
+            if p.name.startswith(target + "-") and p.name.rsplit("-", 1)[-1].isdigit():
+                nums.append(int(p.name.rsplit("-", 1)[-1]))
+    return max(nums, default=0) + 1
+
+
+def worktree_path(project: Project, target: str, number: int) -> Path:
+    return project.state_dir / "worktrees" / f"{target}-{number:04d}"
+
+
+def ensure_trunk(project: Project, say: Say) -> str:
+    """The trunk's tip; creates the trunk from HEAD when it does not exist yet."""
+    sha = repo.rev(project.root, f"refs/heads/{project.trunk}")
+    if sha:
+        return sha
+    head = repo.rev(project.root, "HEAD")
+    if not head:
+        raise AutogkError("the repository has no commits", "commit the project first: git add -A && git commit")
+    git("branch", project.trunk, head, cwd=project.root)
+    say(f"created trunk branch '{project.trunk}' at {head[:10]}")
+    return head
+
+
+def identity_env(root: Path) -> dict[str, str]:
+    """Author/committer for autogk's commits when the repository has no identity configured."""
+    have = subprocess.run(["git", "config", "user.email"], cwd=str(root), capture_output=True, text=True)
+    if have.stdout.strip():
+        return {}
+    return {"GIT_AUTHOR_NAME": "autogk", "GIT_AUTHOR_EMAIL": "autogk@localhost",
+            "GIT_COMMITTER_NAME": "autogk", "GIT_COMMITTER_EMAIL": "autogk@localhost"}
+
+
+# ------------------------------------------------------------------------------------------------
+# Opening and committing
+# ------------------------------------------------------------------------------------------------
+
+def open_worktree(project: Project, target: str, number: int, base: str) -> tuple[Path, str]:
+    """A fresh worktree on a new branch `autogk/<target>/<NNNN>-wip` at base."""
+    path = worktree_path(project, target, number)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    branch = refs.ExperimentRef(target, number, "wip").branch
+    if path.exists():
+        remove_worktree(project, path)
+    git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=project.root)
+    return path, branch
+
+
+def remove_worktree(project: Project, path: Path) -> None:
+    if path.exists():
+        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=str(project.root),
+                       capture_output=True)
+        shutil.rmtree(path, ignore_errors=True)
+    git("worktree", "prune", cwd=project.root)
+
+
+def commit_change(project: Project, wt: Path, target: Target, number: int, branch: str,
+                  hypothesis: str, rationale: str, agent: str, parent: str) -> tuple[str, str]:
+    """Commit the agent's change (editable files only) and name the branch; returns (sha, branch)."""
+    git("add", "-A", "--", target.rel, cwd=wt)
+    staged = [p for p in git("diff", "--cached", "--name-only", cwd=wt).splitlines() if p]
+    outside = [p for p in git("status", "--porcelain", cwd=wt).splitlines() if p and p[3:] not in staged]
+    bad = [p for p in staged if not target.is_editable(p)]
+    if bad or outside:
+        git("reset", "-q", "--hard", "HEAD", cwd=wt)
+        git("clean", "-qfd", cwd=wt)
+        paths = ", ".join(bad + [o[3:] for o in outside])
+        raise AutogkError(f"the agent changed files it may not edit: {paths}",
+                          f"agents may edit only {target.rel}/{{{','.join(target.editable)}}} ([agent] editable)")
+    if not staged:
+        raise AutogkError("the agent made no change", "nothing to benchmark")
+    trailers = (f"Autogk-Experiment: {number}\nAutogk-Target: {target.name}\nAutogk-Agent: {agent}\n"
+                f"Autogk-Parent: {parent}")
+    body = rationale.strip().splitlines()
+    summary = "\n".join(body[:40]) if body else ""
+    env = {LOOP_ENV: "1", **identity_env(project.root)}
+    args = ["commit", "-q", "--no-verify", "-m", hypothesis[:200]]
+    if summary:
+        args += ["-m", summary]
+    args += ["-m", trailers]
+    git(*args, cwd=wt, env=env)
+    sha = repo.rev(wt, "HEAD")
+    final = refs.ExperimentRef(target.name, number, refs.slugify(hypothesis)).branch
+    git("branch", "-m", branch, final, cwd=wt)
+    return sha, final
+
+
+# ------------------------------------------------------------------------------------------------
+# Benchmark and result note
+# ------------------------------------------------------------------------------------------------
+
+def experiment_meta(project: Project, sha: str) -> dict[str, Any]:
+    info = repo.commit_info(project.root, [sha])[sha]
+    tr = repo.trailers(info["body"])
+    parents = info["parents"].split()
+    return {"subject": info["subject"], "trailers": tr, "parent": tr.get("Autogk-Parent") or (parents[0] if parents else None),
+            "date": info["date"]}
+
+
+def evaluate(project: Project, target_name: str, number: int, sha: str, branch: str | None, say: Say,
+             agent: str | None = None, usage: dict[str, Any] | None = None, backend_name: str | None = None,
+             track: bool = True) -> dict[str, Any]:
+    """Benchmark an experiment commit, decide, write the result note (first), log to MLflow (second)."""
+    from autogk_git.bench.backends import get_backend
+    from autogk_git.bench.stages import benchmark
+    from autogk_git.loop.verdict import rule_for
+
+    meta = experiment_meta(project, sha)
+    parent = meta["parent"]
+    target = project.target(target_name)
+    backend = get_backend(backend_name or project.config.bench.backend, project.config)
+    t0 = time.time()
+    seed = int(sha[:8], 16)
+    bench = benchmark(project.root, target, backend, sha, parent, project.config, seed, progress=say)
+    verdict = rule_for(bench).decide(bench, project.config)
+    kernel_src = repo.show_file(project.root, sha, f"{target.rel}/kernel.py") or ""
+    parent_src = (repo.show_file(project.root, parent, f"{target.rel}/kernel.py") or "") if parent else ""
+    result = {
+        "schema": 1,
+        "target": target_name,
+        "experiment": number,
+        "commit": sha,
+        "parent": parent,
+        "branch": branch,
+        "hypothesis": meta["subject"],
+        "agent": agent or meta["trailers"].get("Autogk-Agent", "human"),
+        "tunables": tunables.values(kernel_src),
+        "parent_tunables": tunables.values(parent_src),
+        "backend": bench["backend"],
+        "timing": bench["timing"],
+        "timing_note": None if bench["timing"] else
+        f"{bench['backend']} backend: correctness only, no latency measured",
+        "environment": bench.get("environment", {}),
+        "skipped": bench.get("skipped", []),
+        "checked_workloads": bench.get("checked_workloads", []),
+        "stages": bench["stages"],
+        "correct": bench.get("correct", False),
+        "verdict": verdict,
+        "cost": {"bench_wall_s": round(time.time() - t0, 3), **(usage or {})},
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    repo.write_note(project.root, refs.NOTES_RESULTS, sha, notes.format_result(result))
+    say(notes.summary_line(result))
+    if track:
+        log_to_tracking(project, result, say)
+    return result
+
+
+def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str | None:
+    if not project.config.tracking.enabled:
+        return None
+    try:
+        from autogk_git.tracking.mlflow_store import log_result
+        run_id = log_result(project, result)
+        return run_id
+    except Exception as e:  # noqa: BLE001 - the note is the source of truth; MLflow can catch up
+        say(f"warning: MLflow logging failed ({type(e).__name__}: {str(e)[:200]}); the result note is written. "
+            "Run `autogk sync` to log it later.")
+        return None
+
+
+def load_result(project: Project, sha: str) -> dict[str, Any] | None:
+    text = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
+    return notes.parse_result(text) if text else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Conclusion
+# ------------------------------------------------------------------------------------------------
+
+def merge_message(result: dict[str, Any]) -> str:
+    v = result["verdict"]
+    return (f"autogk: keep {result['target']} #{result['experiment']:04d}: {result['hypothesis']}\n\n"
+            f"{v.get('reason', '')}\n{v.get('figures', '')}\n\n"
+            f"Autogk-Experiment: {result['experiment']}\nAutogk-Target: {result['target']}\n"
+            f"Autogk-Verdict: keep\nAutogk-Rule: {v.get('rule', '')}\n")
+
+
+def _checked_out_in(project: Project, branch: str) -> Path | None:
+    for wt in repo.worktrees(project.root):
+        if wt.get("branch") == f"refs/heads/{branch}":
+            return Path(wt["worktree"])
+    return None
+
+
+def merge_into_trunk(project: Project, sha: str, message: str) -> str:
+    """A --no-ff merge of sha into the trunk; returns the merge commit."""
+    trunk_ref = f"refs/heads/{project.trunk}"
+    tip = repo.rev(project.root, trunk_ref)
+    if tip and repo.is_ancestor(project.root, sha, tip):
+        return tip  # already merged (a resumed conclusion)
+    env = {LOOP_ENV: "1", **identity_env(project.root)}
+    where = _checked_out_in(project, project.trunk)
+    if where is not None:
+        try:
+            git("merge", "-q", "--no-ff", "--no-edit", "-m", message, sha, cwd=where, env=env)
+        except GitError as e:
+            subprocess.run(["git", "merge", "--abort"], cwd=str(where), capture_output=True)
+            raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}:\n{e}",
+                              f"commit or stash your changes in {where}, then run `autogk iterate` again "
+                              "(the experiment is kept and will be merged then)") from None
+        return repo.rev(project.root, trunk_ref)
+    parents = repo.commit_info(project.root, [sha])[sha]["parents"].split()
+    if parents and parents[0] == tip:
+        tree = git("rev-parse", f"{sha}^{{tree}}", cwd=project.root).strip()
+    else:
+        out = subprocess.run(["git", "merge-tree", "--write-tree", tip, sha], cwd=str(project.root),
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise AutogkError(f"the kept experiment {sha[:10]} conflicts with '{project.trunk}'",
+                              f"resolve by hand: git checkout {project.trunk} && git merge --no-ff {sha}")
+        tree = out.stdout.split()[0]
+    merge = git("commit-tree", tree, "-p", tip, "-p", sha, "-F", "-", cwd=project.root, input=message,
+                env=env).strip()
+    git("update-ref", "-m", "autogk: merge kept experiment", trunk_ref, merge, tip, cwd=project.root)
+    return merge
+
+
+def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say) -> str:
+    """Apply the verdict in the result note; safe to repeat."""
+    decision = result["verdict"]["decision"]
+    if decision == "keep":
+        repo.update_ref(project.root, exp_ref.kept_ref, sha, "autogk: keep")
+        merge = merge_into_trunk(project, sha, merge_message(result))
+        outcome = f"kept: merged into {project.trunk} as {merge[:10]}"
+    else:
+        repo.update_ref(project.root, exp_ref.archive_ref, sha, "autogk: revert")
+        outcome = f"reverted: archived as {exp_ref.archive_ref}"
+    close_branch(project, exp_ref, say)
+    say(f"#{exp_ref.number:04d} {outcome}")
+    return outcome
+
+
+def close_branch(project: Project, exp_ref: refs.ExperimentRef, say: Say) -> None:
+    wt = worktree_path(project, exp_ref.target, exp_ref.number)
+    remove_worktree(project, wt)
+    if not repo.rev(project.root, exp_ref.branch_ref):
+        return
+    user_wt = _checked_out_in(project, exp_ref.branch)
+    if user_wt is not None:
+        # A person's own checkout (a hand-made experiment): move it to the trunk if that is safe.
+        if repo.is_clean(user_wt) and _checked_out_in(project, project.trunk) is None:
+            git("checkout", "-q", project.trunk, cwd=user_wt)
+            say(f"switched {user_wt} from {exp_ref.branch} to {project.trunk}")
+        else:
+            say(f"left branch {exp_ref.branch} checked out in {user_wt}; its commit is saved, "
+                f"delete it with: git checkout {project.trunk} && git branch -D {exp_ref.branch}")
+            return
+    git("update-ref", "-d", exp_ref.branch_ref, cwd=project.root)
+
+
+def write_plan(project: Project, sha: str, text: str) -> None:
+    if text.strip():
+        repo.write_note(project.root, refs.NOTES_PLANS, sha, text)
+
+
+def history(project: Project, target: str) -> list[dict[str, Any]]:
+    """Result notes of a target's experiments, oldest first (bulk read)."""
+    exps = scan(project, target)
+    shas = [e.sha for e in exps.values() if e.sha]
+    texts = repo.read_notes(project.root, refs.NOTES_RESULTS, shas)
+    out = []
+    for n in sorted(exps):
+        e = exps[n]
+        res = notes.parse_result(texts.get(e.sha, "")) if e.sha else None
+        if res:
+            out.append(res)
+    return out
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false")

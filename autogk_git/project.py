@@ -1,0 +1,202 @@
+"""A project (a git repo with `.autogk.toml`) and its targets (`kernels/<target>/`)."""
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from autogk_git import config as config_mod
+from autogk_git.errors import NotAProject, TargetError
+from autogk_git.git.run import git
+
+KERNELS_DIR = "kernels"
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The top of the worktree that holds `.autogk.toml`."""
+    start = (start or Path.cwd()).resolve()
+    for p in (start, *start.parents):
+        if (p / config_mod.CONFIG_NAME).is_file():
+            return p
+    raise NotAProject(f"{start} is not inside an autogk project (no {config_mod.CONFIG_NAME} found)",
+                      "run `autogk init` here, or cd into a project")
+
+
+@dataclass
+class Target:
+    """One kernel under optimization: definition, workloads, kernel, program notes."""
+
+    name: str
+    dir: Path
+    editable: list[str] = field(default_factory=lambda: ["kernel.py"])
+
+    @property
+    def rel(self) -> str:
+        return f"{KERNELS_DIR}/{self.name}"
+
+    @cached_property
+    def definition(self) -> dict[str, Any]:
+        path = self.dir / "definition.json"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise TargetError(f"target {self.name}: {path} is missing",
+                              f"add a FlashInfer-Bench definition, or `autogk init --definition FILE`") from None
+        except json.JSONDecodeError as e:
+            raise TargetError(f"target {self.name}: {path} is not valid JSON: {e}", "fix the file") from None
+        check_definition(data, str(path))
+        return data
+
+    @cached_property
+    def workloads(self) -> list[dict[str, Any]]:
+        """The `workload` objects of workloads.jsonl, in file order."""
+        path = self.dir / "workloads.jsonl"
+        if not path.exists():
+            raise TargetError(f"target {self.name}: {path} is missing",
+                              "add FlashInfer-Bench workload lines (one JSON object per line)")
+        out = []
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+            wl = obj.get("workload", obj)
+            if "axes" not in wl or "uuid" not in wl:
+                raise TargetError(f"{path}:{i}: a workload needs 'uuid' and 'axes'",
+                                  'write lines like {"workload": {"uuid": ..., "axes": {...}, "inputs": {...}}}')
+            out.append(wl)
+        if not out:
+            raise TargetError(f"target {self.name}: {path} has no workloads", "add at least one workload line")
+        return out
+
+    @property
+    def kernel_path(self) -> Path:
+        return self.dir / "kernel.py"
+
+    @property
+    def generator_path(self) -> Path:
+        return self.dir / "inputs.py"
+
+    @property
+    def program_path(self) -> Path:
+        return self.dir / "program.md"
+
+    def kernel_source(self) -> str:
+        try:
+            return self.kernel_path.read_text()
+        except FileNotFoundError:
+            raise TargetError(f"target {self.name}: {self.kernel_path} is missing",
+                              "restore it from the trunk: git checkout <trunk> -- " + f"{self.rel}/kernel.py") from None
+
+    def generator_source(self) -> str | None:
+        return self.generator_path.read_text() if self.generator_path.exists() else None
+
+    def is_editable(self, repo_path: str) -> bool:
+        """True when a repo-relative path is one of this target's editable files."""
+        prefix = self.rel + "/"
+        if not repo_path.startswith(prefix):
+            return False
+        rel = repo_path[len(prefix):]
+        return any(fnmatch.fnmatch(rel, g) for g in self.editable)
+
+    def inputs_needing_data(self) -> list[str]:
+        """Inputs random data cannot stand for, and that no generator or blob provides."""
+        if self.generator_path.exists():
+            return []
+        need = []
+        for name, spec in self.definition["inputs"].items():
+            if spec.get("shape") is not None and spec.get("dtype") in INT_DTYPES:
+                if any(wl.get("inputs", {}).get(name, {}).get("type", "random") == "random" for wl in self.workloads):
+                    need.append(name)
+        return need
+
+
+def check_definition(data: Any, where: str) -> None:
+    """Structural checks that give clear messages; flashinfer-bench's model runs too when installed."""
+    if not isinstance(data, dict):
+        raise TargetError(f"{where}: a definition is a JSON object", "see FlashInfer-Bench's Definition format")
+    for key in ("name", "axes", "inputs", "outputs", "reference"):
+        if key not in data:
+            raise TargetError(f"{where}: the definition has no '{key}'",
+                              "a FlashInfer-Bench definition needs name, axes, inputs, outputs, reference")
+    axes = data["axes"]
+    for section in ("inputs", "outputs"):
+        for tname, spec in data[section].items():
+            for dim in spec.get("shape") or []:
+                if dim not in axes:
+                    raise TargetError(f"{where}: {section}.{tname} uses axis '{dim}', which is not in axes",
+                                      f"declare '{dim}' under axes")
+    if "def run(" not in data["reference"]:
+        raise TargetError(f"{where}: the reference defines no run()", "the reference must define run(...)")
+
+
+class Project:
+    """The repository root, its config and its targets."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.config = config_mod.load(root)
+
+    @classmethod
+    def find(cls, start: Path | None = None) -> "Project":
+        return cls(find_root(start))
+
+    @cached_property
+    def git_common_dir(self) -> Path:
+        out = git("rev-parse", "--git-common-dir", cwd=self.root).strip()
+        p = Path(out)
+        return p if p.is_absolute() else (self.root / p).resolve()
+
+    @property
+    def state_dir(self) -> Path:
+        """autogk's private state (lock, worktrees, logs), inside the git directory."""
+        d = self.git_common_dir / "autogk"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    @property
+    def trunk(self) -> str:
+        return self.config.project.trunk
+
+    def target_names(self) -> list[str]:
+        kdir = self.root / KERNELS_DIR
+        if not kdir.is_dir():
+            return []
+        return sorted(p.name for p in kdir.iterdir() if (p / "definition.json").exists())
+
+    def target(self, name: str | None = None) -> Target:
+        names = self.target_names()
+        name = name or self.config.project.target
+        if not name:
+            if len(names) == 1:
+                name = names[0]
+            elif not names:
+                raise TargetError(f"no targets under {self.root / KERNELS_DIR}",
+                                  "add one: autogk init --definition FILE  (or --example rmsnorm_h4096)")
+            else:
+                raise TargetError(f"several targets ({', '.join(names)}) and none chosen",
+                                  "pass --target NAME, or set [project] target in .autogk.toml")
+        if name not in names:
+            raise TargetError(f"no target '{name}' under {KERNELS_DIR}/",
+                              f"known targets: {', '.join(names) or 'none'}")
+        return Target(name, self.root / KERNELS_DIR / name, list(self.config.agent.editable))
+
+    @cached_property
+    def main_root(self) -> Path:
+        """The main worktree's top: where the shared store lives, whichever worktree we run in."""
+        common = self.git_common_dir
+        return common.parent if common.name == ".git" else self.root
+
+    def tracking_uri(self) -> str:
+        uri = self.config.tracking.uri
+        return uri or f"sqlite:///{self.main_root / 'mlruns' / 'mlflow.db'}"
+
+    def artifact_root(self) -> Path:
+        a = self.config.tracking.artifacts
+        return Path(a) if a else self.main_root / "mlruns" / "artifacts"

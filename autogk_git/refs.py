@@ -1,0 +1,72 @@
+"""Every ref name autogk uses, in one place.
+
+    refs/heads/autogk/<target>/<NNNN>-<slug>   an experiment while it runs (branch)
+    refs/autogk/kept/<target>/<NNNN>           a kept experiment's commit (also merged into trunk)
+    refs/autogk/archive/<target>/<NNNN>        a reverted experiment's commit, kept with its notes
+    refs/notes/autogk/results                  result notes (JSON after one human line)
+    refs/notes/autogk/plans                    plan notes (markdown)
+
+An experiment number is reserved by its branch; it is used once it has a kept or archive ref.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NOTES_RESULTS = "refs/notes/autogk/results"
+NOTES_PLANS = "refs/notes/autogk/plans"
+NOTES_GLOB = "refs/notes/autogk/*"
+BRANCH_PREFIX = "refs/heads/autogk/"
+KEPT_PREFIX = "refs/autogk/kept/"
+ARCHIVE_PREFIX = "refs/autogk/archive/"
+
+_BRANCH_RE = re.compile(r"^refs/heads/autogk/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})-(?P<slug>[a-z0-9-]*)$")
+_DONE_RE = re.compile(r"^refs/autogk/(?P<kind>kept|archive)/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})$")
+
+
+def slugify(text: str, limit: int = 40) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "change"
+
+
+@dataclass(frozen=True)
+class ExperimentRef:
+    """Parses and formats the refs of one experiment."""
+
+    target: str
+    number: int
+    slug: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.number:04d}-{self.slug}" if self.slug else f"{self.number:04d}"
+
+    @property
+    def branch(self) -> str:
+        """Short branch name, as `git checkout` takes it."""
+        return f"autogk/{self.target}/{self.number:04d}-{self.slug}"
+
+    @property
+    def branch_ref(self) -> str:
+        return "refs/heads/" + self.branch
+
+    @property
+    def kept_ref(self) -> str:
+        return f"{KEPT_PREFIX}{self.target}/{self.number:04d}"
+
+    @property
+    def archive_ref(self) -> str:
+        return f"{ARCHIVE_PREFIX}{self.target}/{self.number:04d}"
+
+    @classmethod
+    def parse(cls, ref: str) -> tuple[str, "ExperimentRef"] | None:
+        """(kind, ref) for an autogk ref, kind in {'branch', 'kept', 'archive'}; None otherwise."""
+        if not ref.startswith("refs/"):
+            ref = "refs/heads/" + ref
+        m = _BRANCH_RE.match(ref)
+        if m:
+            return "branch", cls(m["target"], int(m["num"]), m["slug"])
+        m = _DONE_RE.match(ref)
+        if m:
+            return m["kind"], cls(m["target"], int(m["num"]))
+        return None

@@ -1,0 +1,132 @@
+"""MLflow: the only module that imports mlflow. Result notes are the source of truth; this mirrors them.
+
+One MLflow experiment per target (`autogk/<target>`), one run per autogk experiment, found again by
+its `autogk.commit` tag so that logging twice (the loop, then `autogk sync`) updates, never duplicates.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from autogk_git.git import repo
+
+TAG_COMMIT = "autogk.commit"
+
+
+def _client(project):
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    import mlflow  # noqa: F401  (heavy: imported only here, only when logging)
+    from mlflow.tracking import MlflowClient
+
+    uri = project.tracking_uri()
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    return MlflowClient(tracking_uri=uri)
+
+
+def experiment_name(target: str) -> str:
+    return f"autogk/{target}"
+
+
+def _experiment_id(client, project, target: str) -> str:
+    name = experiment_name(target)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    art = project.artifact_root() / target
+    art.mkdir(parents=True, exist_ok=True)
+    return client.create_experiment(name, artifact_location=art.as_uri(),
+                                    tags={"autogk.target": target, "autogk.trunk": project.trunk})
+
+
+def _find_run(client, exp_id: str, commit: str):
+    runs = client.search_runs([exp_id], filter_string=f"tags.`{TAG_COMMIT}` = '{commit}'", max_results=1)
+    return runs[0] if runs else None
+
+
+def _metric_key(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-./ " else "_" for c in text)
+
+
+def metrics_of(result: dict[str, Any]) -> dict[str, float]:
+    """Flat metrics: per-workload errors (and latencies where timed), plus summary figures."""
+    out: dict[str, float] = {"correct": 1.0 if result.get("correct") else 0.0}
+    for stage, res in result.get("stages", {}).items():
+        for label, wls in res.get("workloads", {}).items():
+            if label != "candidate":
+                continue
+            for uuid, w in wls.items():
+                base = _metric_key(f"{stage}.{uuid[:8]}")
+                out[f"{base}.passed"] = 1.0 if w.get("status") == "PASSED" else 0.0
+                for k in ("max_abs_err", "max_rel_err", "latency_us", "speedup_vs_reference"):
+                    if isinstance(w.get(k), (int, float)):
+                        out[f"{base}.{k}"] = float(w[k])
+    for k, v in (result.get("verdict") or {}).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"verdict.{k}"] = float(v)
+    for k, v in (result.get("cost") or {}).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"cost.{k}"] = float(v)
+    return out
+
+
+def log_result(project, result: dict[str, Any]) -> str:
+    """Create or update the run for one result note; returns the run id."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    client = _client(project)
+    exp_id = _experiment_id(client, project, result["target"])
+    run = _find_run(client, exp_id, result["commit"])
+    verdict = result.get("verdict", {})
+    tags = {
+        TAG_COMMIT: result["commit"], "autogk.branch": result.get("branch") or "",
+        "autogk.parent": result.get("parent") or "", "autogk.verdict": verdict.get("decision", ""),
+        "autogk.agent": result.get("agent", ""), "autogk.backend": result.get("backend", ""),
+        "autogk.number": f"{result['experiment']:04d}", "autogk.target": result["target"],
+        "autogk.rule": verdict.get("rule", ""), "autogk.figures": verdict.get("figures", ""),
+        "mlflow.runName": f"{result['experiment']:04d} {result.get('hypothesis', '')}"[:250],
+        "mlflow.note.content": f"{verdict.get('decision', '').upper()}: {verdict.get('reason', '')}",
+    }
+    if run is None:
+        run = client.create_run(exp_id, tags=tags, run_name=tags["mlflow.runName"])
+        run_id = run.info.run_id
+        params = [Param(f"tunable.{k}", str(v)) for k, v in (result.get("tunables") or {}).items()]
+        params.append(Param("hypothesis", (result.get("hypothesis") or "")[:500]))
+    else:
+        run_id = run.info.run_id
+        params = []
+    ts = 0
+    metrics = [Metric(k, v, ts, 0) for k, v in metrics_of(result).items()]
+    client.log_batch(run_id, metrics=metrics, params=params, tags=[RunTag(k, v) for k, v in tags.items()])
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        (d / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+        kernel = repo.show_file(project.root, result["commit"], f"kernels/{result['target']}/kernel.py")
+        if kernel is not None:
+            (d / "kernel.py").write_text(kernel)
+        if result.get("parent"):
+            (d / "diff.patch").write_text(repo.diff(project.root, result["parent"], result["commit"],
+                                                    f"kernels/{result['target']}"))
+        plan = repo.read_note(project.root, "refs/notes/autogk/plans", result["commit"])
+        if plan:
+            (d / "plan.md").write_text(plan)
+        client.log_artifacts(run_id, str(d))
+    client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED")
+    return run_id
+
+
+def synced_commits(project, target: str) -> set[str]:
+    client = _client(project)
+    exp = client.get_experiment_by_name(experiment_name(target))
+    if exp is None:
+        return set()
+    seen, token = set(), None
+    while True:
+        page = client.search_runs([exp.experiment_id], max_results=1000, page_token=token)
+        seen.update(r.data.tags.get(TAG_COMMIT, "") for r in page)
+        token = page.token
+        if not token:
+            return seen

@@ -1,0 +1,1 @@
+"""Hook shim templates, shipped inside the package as autogk_git.shims."""

@@ -1,0 +1,78 @@
+"""Hermetic test setup: temporary HOME and git config, real temporary repositories, no network."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+SHARED = REPO.parent / "shared" / "flashinfer-trace-v0.1.2"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = Test Person\n\temail = test@example.com\n"
+                         "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for k in list(os.environ):
+        if k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX")):
+            monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AUTOGK_BENCH_HOOK_MODE", "foreground")
+    yield
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def autogk(cwd: Path, *args: str, check: bool = True, env: dict | None = None, timeout: float = 600):
+    """Run the real CLI in a subprocess, as a user would."""
+    proc = subprocess.run([str(BIN / "autogk"), *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"autogk {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def template_project(tmp_path_factory):
+    """A project with the small `scale` test target, built once and copied per test."""
+    root = tmp_path_factory.mktemp("template") / "proj"
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root.parent),
+           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run([str(BIN / "autogk"), "init", str(root), "--definition", str(DATA / "scale" / "definition.json"),
+                    "--workloads", str(DATA / "scale" / "workloads.jsonl"), "--no-check"],
+                   check=True, capture_output=True, env={**os.environ, **env})
+    shutil.copyfile(DATA / "scale" / "kernel.py", root / "kernels" / "scale" / "kernel.py")
+    subprocess.run(["git", "commit", "-qam", "scale: triton kernel"], cwd=root, check=True, env={**os.environ, **env})
+    cfg = (root / ".autogk.toml").read_text()
+    (root / ".autogk.toml").write_text(cfg)
+    return root
+
+
+@pytest.fixture
+def project(template_project, tmp_path):
+    dst = tmp_path / "proj"
+    shutil.copytree(template_project, dst, symlinks=True)
+    # Hooks point at this interpreter already; refresh them in case the copy moved anything.
+    subprocess.run([str(BIN / "autogk"), "hooks", "install"], cwd=dst, check=True, capture_output=True)
+    return dst
+
+
+def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
+    text = git(root, "notes", "--ref", ref, "show", sha)
+    return json.loads(text[text.index("{"):])

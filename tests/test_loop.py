@@ -1,0 +1,70 @@
+"""The loop end to end on CPU: iterate -> commits -> notes -> merge or archive -> MLflow -> log."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import autogk, git, notes_json
+
+
+def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
+    out = autogk(project, "iterate", "-n", "4", "--json")
+    report = json.loads(out.stdout)
+    exps = report["experiments"]
+    assert [e["number"] for e in exps] == [1, 2, 3, 4]
+    decisions = {e["hypothesis"]: e["decision"] for e in exps}
+    # MASK False leaves the tail unwritten: the poisoned output must catch it.
+    assert decisions["tune: MASK True -> False"] == "revert"
+    assert decisions["tune: BLOCK 64 -> 128"] == "keep"
+    # The tuner never measures a configuration twice (the starting one included).
+    configs = [json.dumps(notes_json(project, e["commit"])["tunables"], sort_keys=True) for e in exps]
+    configs.append(json.dumps({"BLOCK": 64, "MASK": True}, sort_keys=True))
+    assert len(set(configs)) == len(configs)
+
+    # One --no-ff merge per kept experiment on the trunk, with the figures in the message.
+    merges = git(project, "log", "--first-parent", "--merges", "--format=%s%n%b%x00", "main").split("\x00")
+    merges = [m.strip() for m in merges if m.strip()]
+    kept = [e for e in exps if e["decision"] == "keep"]
+    assert len(merges) == len(kept)
+    assert all("correct" in m and "Autogk-Verdict: keep" in m for m in merges)
+
+    # Reverted experiments survive gc under the archive refs, notes included.
+    git(project, "gc", "--prune=now", "-q")
+    archived = git(project, "for-each-ref", "--format=%(refname) %(objectname)", "refs/autogk/archive").split("\n")
+    archived = [a.split() for a in archived if a]
+    assert len(archived) == len(exps) - len(kept)
+    for _, sha in archived:
+        note = notes_json(project, sha)
+        assert note["verdict"]["decision"] == "revert"
+        assert "INCORRECT_NUMERICAL" in note["verdict"]["reason"]
+        assert git(project, "notes", "--ref", "autogk/plans", "show", sha).strip()
+    # No branches or worktrees left behind.
+    assert git(project, "branch", "--list", "autogk/*").strip() == ""
+    assert len(git(project, "worktree", "list").splitlines()) == 1
+
+    # autogk log agrees.
+    rows = json.loads(autogk(project, "log", "--json").stdout)
+    assert [(r["number"], r["decision"]) for r in rows] == [(e["number"], e["decision"]) for e in exps]
+
+    # A separate process reading the MLflow store sees the same experiments and verdicts.
+    code = (
+        "import json, sys\n"
+        "from mlflow.tracking import MlflowClient\n"
+        f"c = MlflowClient(tracking_uri='sqlite:///{project}/mlruns/mlflow.db')\n"
+        "e = c.get_experiment_by_name('autogk/scale')\n"
+        "runs = c.search_runs([e.experiment_id])\n"
+        "print(json.dumps({int(r.data.tags['autogk.number']): r.data.tags['autogk.verdict'] for r in runs}))\n")
+    seen = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                     check=True).stdout.strip().splitlines()[-1])
+    assert {int(k): v for k, v in seen.items()} == {e["number"]: e["decision"] for e in exps}
+
+
+def test_show_prints_plan_diff_and_workloads(project):
+    autogk(project, "iterate", "-n", "1")
+    out = autogk(project, "show", "1").stdout
+    assert "tune: BLOCK 64 -> 128" in out
+    assert "--- plan ---" in out and "--- diff ---" in out
+    assert "-BLOCK = 64" in out and "+BLOCK = 128" in out
+    assert "PASSED" in out
+    assert "no latency measured" in out
