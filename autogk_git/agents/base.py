@@ -19,6 +19,9 @@ class Context:
     plan: str | None = None            # a pending research plan (markdown), if any
     config: Any = None                 # the project's Config
     check: Any = None                  # callable(worktree) -> quick-check summary dict, for agents that test
+    in_flight: list[dict[str, Any]] = field(default_factory=list)
+    """Experiments being measured right now (parallel loop): {experiment, hypothesis, tunables}.
+    Count them as tried: their results are not in `history` yet."""
 
 
 @dataclass

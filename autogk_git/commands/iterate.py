@@ -16,8 +16,10 @@ from autogk_git.project import Project
               help="override [agent] kind; auto: anthropic with ANTHROPIC_API_KEY set, else tune")
 @click.option("--backend", type=click.Choice(["auto", "interpret", "local", "modal"]), help="override [bench] backend")
 @click.option("--max-time", type=float, default=0.0, help="stop starting experiments after this many seconds")
+@click.option("--parallel", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="experiments at once, each in its own worktree and on its own GPU (or Modal container)")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON report at the end")
-def iterate(n, target, agent, backend, max_time, as_json) -> int:
+def iterate(n, target, agent, backend, max_time, parallel, as_json) -> int:
     import os
     from autogk_git.loop.iterate import iterate as run_loop
 
@@ -25,7 +27,7 @@ def iterate(n, target, agent, backend, max_time, as_json) -> int:
         os.environ["AUTOGK_BENCH_BACKEND"] = backend
     project = Project.find()
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    report = run_loop(project, target, n, agent, say, max_time_s=max_time)
+    report = run_loop(project, target, n, agent, say, max_time_s=max_time, parallel=parallel)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=1))
         return 0

@@ -12,6 +12,7 @@ from autogk_git.errors import AutogkError
 from autogk_git.git import repo
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.lock import RepoLock
+from autogk_git.loop.parallel import refresh_if_stale
 from autogk_git.project import Project, Target
 
 
@@ -63,6 +64,7 @@ def resume(project: Project, target: str, say: ex.Say) -> list[str]:
         if result is None:
             say(f"#{number:04d}: committed but not benchmarked; benchmarking {tip[:10]} now")
             result = ex.evaluate(project, target, number, tip, e.branch, say)
+        tip, result = refresh_if_stale(project, target, number, e.branch, tip, result, say)
         ex.conclude(project, ref, tip, result, say)
         done.append(f"#{number:04d}: {result['verdict']['decision']}")
     # Worktrees whose branch is gone (a kill between the two deletions).
@@ -101,13 +103,14 @@ def run_one(project: Project, target: Target, agent, say: ex.Say) -> dict[str, A
     ex.write_plan(project, sha, proposal.rationale)
     say(f"#{number:04d}: committed {sha[:10]} on {branch}: {proposal.hypothesis}")
     result = ex.evaluate(project, target.name, number, sha, branch, say, agent=agent.name, usage=proposal.usage)
+    sha, result = refresh_if_stale(project, target.name, number, branch, sha, result, say)  # a person moved the trunk
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     return {"number": number, "commit": sha, "hypothesis": proposal.hypothesis,
             "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"], "outcome": outcome}
 
 
 def iterate(project: Project, target_name: str | None, n: int, agent_kind: str | None,
-            say: ex.Say, max_time_s: float = 0.0) -> LoopReport:
+            say: ex.Say, max_time_s: float = 0.0, parallel: int = 1) -> LoopReport:
     target = project.target(target_name)
     cfg = project.config
     kind = resolve_kind(agent_kind or cfg.agent.kind)
@@ -119,6 +122,10 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             say(f"recovered a stale lock from pid {lock.recovered.get('pid')} (that loop is gone)")
         report.resumed = resume(project, target.name, say)
         limit = n if n > 0 else (cfg.agent.max_iterations or 0)
+        if parallel > 1:
+            from autogk_git.loop.parallel import run_parallel
+            run_parallel(project, target, agent, parallel, limit, max_time_s, say, report)
+            return report
         t0 = time.monotonic()
         i = 0
         while True:
