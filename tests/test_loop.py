@@ -68,3 +68,20 @@ def test_show_prints_plan_diff_and_workloads(project):
     assert "-BLOCK = 64" in out and "+BLOCK = 128" in out
     assert "PASSED" in out
     assert "no latency measured" in out
+
+
+def test_mlflow_down_keeps_the_note_and_sync_catches_up(project):
+    out = autogk(project, "iterate", "-n", "1", env={"AUTOGK_TRACKING_URI": "bogus-scheme://nowhere"})
+    assert "MLflow logging failed" in out.stdout and "autogk sync" in out.stdout
+    sha = git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip()
+    assert notes_json(project, sha)["verdict"]["decision"] == "keep"
+    synced = json.loads(autogk(project, "sync", "--json").stdout.strip().splitlines()[-1])
+    assert synced == {"notes": 1, "logged": 1, "already_logged": 0}
+    again = json.loads(autogk(project, "sync", "--json").stdout.strip().splitlines()[-1])
+    assert again == {"notes": 1, "logged": 0, "already_logged": 1}
+
+
+def test_the_loop_benchmarks_its_own_commits_once(project):
+    # In background mode a hook run would leave a log; the loop's commits must not trigger one.
+    autogk(project, "iterate", "-n", "1", env={"AUTOGK_BENCH_HOOK_MODE": "background"})
+    assert not (project / ".git" / "autogk" / "logs").exists()
