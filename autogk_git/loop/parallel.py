@@ -107,8 +107,29 @@ def make_slots(project: Project, k: int, say: ex.Say) -> list[Slot]:
 # Rebase and measure again
 # ------------------------------------------------------------------------------------------------
 
-def replay_onto(project: Project, target: str, number: int, branch: str, sha: str, tip: str) -> str | None:
-    """Replay the experiment commit's change onto tip; move its branch there. None if it no longer applies.
+def kernel_trees(project: Project, target: str, shas: dict[int, str]) -> dict[str, int]:
+    """The target folder's tree hash at each experiment's commit -> its number (one git process)."""
+    if not shas:
+        return {}
+    rel = project.target(target).rel
+    nums = list(shas)
+    out = git("rev-parse", *[f"{shas[n]}:{rel}" for n in nums], cwd=project.root, check=False).split()
+    return {tree: n for n, tree in zip(nums, out) if len(tree) == 40}
+
+
+def measured_kernels(project: Project, target: str, exclude: int, also: dict[int, str] | None = None) -> dict[str, int]:
+    """Kernels measured (every experiment's commit) or being measured (`also`), by target tree."""
+    shas = {n: e.sha for n, e in ex.scan(project, target).items() if e.sha and n != exclude}
+    shas.update({n: s for n, s in (also or {}).items() if n != exclude})
+    return kernel_trees(project, target, shas)
+
+
+def replay_onto(project: Project, target: str, number: int, branch: str, sha: str, tip: str,
+                avoid: dict[str, int] | None = None) -> tuple[str | None, str]:
+    """Replay the experiment commit's change onto tip; move its branch there.
+
+    Returns (new commit, "") or (None, why) when the change no longer applies, is already in the
+    trunk, or gives a kernel already measured or in flight (`avoid`: target tree -> experiment).
 
     The commit's own hunks win where they overlap the trunk's new ones (a tuner's one-line move onto
     a trunk that moved the same line), and the result is measured again before any verdict, so an
@@ -122,9 +143,13 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
         try:
             git("cherry-pick", "--no-commit", "-X", "theirs", sha, cwd=wt)
         except GitError:
-            return None
+            return None, "the change does not apply there"
         if not [p for p in git("diff", "--cached", "--name-only", cwd=wt).splitlines() if p]:
-            return None  # the trunk already holds this change
+            return None, "the trunk already holds this change"
+        tree = git("write-tree", cwd=wt).strip()
+        kernel = git("rev-parse", f"{tree}:{project.target(target).rel}", cwd=wt).strip()
+        if avoid and kernel in avoid:
+            return None, f"replayed there it is the same kernel as #{avoid[kernel]:04d}, measured already or now"
         message = git("log", "-1", "--format=%B", sha, cwd=project.root)
         lines = [f"Autogk-Parent: {tip}" if ln.startswith("Autogk-Parent:") else ln
                  for ln in message.rstrip().splitlines()]
@@ -139,14 +164,14 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
         plan = repo.read_note(project.root, refs.NOTES_PLANS, sha)
         if plan:
             ex.write_plan(project, new, plan)
-        return new
+        return new, ""
     finally:
         git("cherry-pick", "--abort", cwd=wt, check=False)
 
 
 def refresh_if_stale(project: Project, target: str, number: int, branch: str, sha: str,
                      result: dict[str, Any], say: ex.Say, measure_project: Project | None = None,
-                     track: bool = True) -> tuple[str, dict[str, Any]]:
+                     track: bool = True, in_flight: dict[int, str] | None = None) -> tuple[str, dict[str, Any]]:
     """A keep measured against a parent that is no longer the trunk tip is replayed and measured again.
 
     Returns (commit, result) to conclude: the same ones when fresh or not a keep; the replayed commit
@@ -161,14 +186,16 @@ def refresh_if_stale(project: Project, target: str, number: int, branch: str, sh
             return sha, result
         say(f"#{number:04d}: kept against {str(parent)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
             "replaying it there and measuring again")
-        new = replay_onto(project, target, number, branch, sha, tip)
+        new, why = replay_onto(project, target, number, branch, sha, tip,
+                               avoid=measured_kernels(project, target, number, in_flight))
         if new is None:
             stale = result["verdict"]
             result = dict(result, stale_verdict=stale, verdict={
                 "decision": "revert", "rule": "stale-parent",
-                "reason": f"kept against {str(parent)[:10]}, but the change does not apply to {project.trunk} "
-                          f"at {tip[:10]} (or is already there); not merged on stale numbers",
+                "reason": f"kept against {str(parent)[:10]}, but {project.trunk} moved to {tip[:10]} and {why}; "
+                          "not merged on stale numbers",
                 "figures": stale.get("figures", "")})
+            say(f"#{number:04d}: {why}; reverting")
             ex.record(project, result, say, track=track)
             return sha, result
         cost = {k: v for k, v in result.get("cost", {}).items() if k != "bench_wall_s"}
@@ -217,11 +244,13 @@ def open_experiment(project: Project, target: Target, agent, in_flight: list[dic
                    tunables.values(src), slot)
 
 
-def finish(project: Project, target: str, run: Running, result: dict[str, Any], say: ex.Say) -> dict[str, Any]:
+def finish(project: Project, target: str, run: Running, result: dict[str, Any], say: ex.Say,
+           others: list[Running] = ()) -> dict[str, Any]:
     """Record, refresh a stale keep, conclude, log. Called in the loop's thread only."""
     ex.record(project, result, say, track=False)
     sha, result = refresh_if_stale(project, target, run.number, run.branch, run.sha, result, say,
-                                   measure_project=run.slot.project, track=False)
+                                   measure_project=run.slot.project, track=False,
+                                   in_flight={o.number: o.sha for o in others})
     branch = result.get("branch") or run.branch
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     ex.log_to_tracking(project, result, say)
@@ -280,7 +309,8 @@ def run_parallel(project: Project, target: Target, agent, k: int, limit: int, ma
                     error = error or e
                     stop = stop or "a benchmark failed"
                     continue
-                report.experiments.append(finish(project, target.name, run, result, say))
+                report.experiments.append(finish(project, target.name, run, result, say,
+                                                 others=list(running.values())))
             free.sort(key=lambda s: s.index)
             if error and not running:
                 break

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -132,9 +133,18 @@ class ModalBackend:
         preflight(self.config)
         from autogk_git import modal_app
         modal_app.connect(self.config)
-        job = dict(job, settings=dict(job["settings"], device="cuda"))
+        job = dict(job, settings={**job["settings"], **self.settings()})
         blobs, blob_dir, job = self._pack_blobs(job)
+        t0 = time.monotonic()
         out = modal_app.call(self.config, job, timeout_s, blobs=blobs, blob_dir=blob_dir)
+        out["gpu_s"] = round(time.monotonic() - t0, 3)  # billed container time, queue included
+        out["gpu"] = f"modal:{self.config.modal.gpu}"
         env = out.setdefault("environment", {})
         env["modal"] = {"app": self.config.modal.app, "gpu_requested": self.config.modal.gpu}
         return out
+
+    def settings(self) -> dict[str, Any]:
+        """The worker's timed settings: the same as the local backend's, so results compare."""
+        b = self.config.bench
+        return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
+                "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
