@@ -54,10 +54,14 @@ def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
         f"c = MlflowClient(tracking_uri='sqlite:///{project}/mlruns/mlflow.db')\n"
         "e = c.get_experiment_by_name('autogk/scale')\n"
         "runs = c.search_runs([e.experiment_id])\n"
-        "print(json.dumps({int(r.data.tags['autogk.number']): r.data.tags['autogk.verdict'] for r in runs}))\n")
-    seen = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                     check=True).stdout.strip().splitlines()[-1])
+        "arts = sorted(a.path for a in c.list_artifacts(runs[0].info.run_id))\n"
+        "print(json.dumps([{int(r.data.tags['autogk.number']): r.data.tags['autogk.verdict'] for r in runs},\n"
+        "                  arts, sorted(k for k in runs[0].data.metrics if k.startswith('quick.'))]))\n")
+    seen, arts, metrics = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                    check=True).stdout.strip().splitlines()[-1])
     assert {int(k): v for k, v in seen.items()} == {e["number"]: e["decision"] for e in exps}
+    assert {"diff.patch", "kernel.py", "result.json", "plan.md"} <= set(arts)
+    assert any(m.endswith(".max_abs_err") for m in metrics)  # per-workload metrics
 
 
 def test_show_prints_plan_diff_and_workloads(project):
