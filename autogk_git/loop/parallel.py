@@ -63,6 +63,9 @@ def gpu_indices(config) -> list[str]:
     """CUDA devices to spread over: [bench] gpu when set, else every GPU nvidia-smi lists."""
     if config.bench.gpu.strip():
         return [g.strip() for g in config.bench.gpu.split(",") if g.strip()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:  # indices as the local backend counts them
+        return [g.strip() for g in visible.split(",") if g.strip()]
     import shutil
     import subprocess
     if not shutil.which("nvidia-smi"):
