@@ -159,6 +159,10 @@ def test_slots_spread_over_gpus_and_share_them_when_k_exceeds_them(project, monk
     assert [s.project.config.bench.gpu for s in slots] == ["3", "5", "3"]
     assert p.config.bench.gpu == "3,5"  # the project's own config is untouched
     assert "take turns" in said[0]
+    # Without [bench] gpu: every GPU this process may see, counted as CUDA (and the local backend) count them.
+    monkeypatch.delenv("AUTOGK_BENCH_GPU")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert [s.device for s in make_slots(Project(project), 2, said.append)] == ["0", "1"]
     monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "modal")
     slots = make_slots(Project(project), 2, said.append)
     assert [s.device for s in slots] == [None, None] and "Modal container (B200)" in said[-1]

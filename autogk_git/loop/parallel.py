@@ -64,8 +64,8 @@ def gpu_indices(config) -> list[str]:
     if config.bench.gpu.strip():
         return [g.strip() for g in config.bench.gpu.split(",") if g.strip()]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:  # indices as the local backend counts them
-        return [g.strip() for g in visible.split(",") if g.strip()]
+    if visible is not None:  # [bench] gpu indices count within what this process may see, as CUDA counts them
+        return [str(i) for i, g in enumerate(g for g in visible.split(",") if g.strip())]
     import shutil
     import subprocess
     if not shutil.which("nvidia-smi"):
