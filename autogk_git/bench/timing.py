@@ -1,21 +1,25 @@
 """Device-side timing for the bench worker. Standard library, torch and triton only: this file ships
 beside the worker (as `autogk_timing.py`) to whatever machine runs it.
 
-Timers (the `[bench] timer` key; the one used is recorded with every number):
+Timers (the `[bench] timer` key; the one used is recorded with every number). Every timed call is
+preceded by an L2 flush (a Triton kernel, `_autogk_l2_flush`, writing a buffer twice the L2's size),
+so each call reads its inputs from device memory, and each call gets its own fresh input set.
 
-- `cudagraph` (default): the calls of one round are captured into a CUDA graph, each call preceded
-  by an L2 flush (a Triton kernel that writes a buffer twice the L2's size); a second graph holds the
-  flushes alone. Both are replayed alternately, timed with CUDA events around each replay, and the
-  time of one call is (T_calls_and_flushes - T_flushes) / calls. Graph replay removes the host's
-  launch path from the measurement: on the H200 a per-call-synchronized timer reads 40 us for an
-  RMSNorm row that runs in 1.2 us (../shared/device.md), and most of the 4-8 % noise of small kernels
-  is the host. What is left is the kernel with cold L2, the quantity the loop wants to improve.
-- `cupti`: torch.profiler (CUPTI) records every kernel's device time during eager calls; a call's
-  time is the sum of the kernels it launched (the flush kernels, found by name, are left out). Exact
-  per kernel but costs a profiler session per round; useful where graphs cannot be captured.
-- `events`: eager calls, an L2 flush then CUDA events around each call, no synchronization in
-  between (the flush keeps the GPU busy while the host enqueues the call). Includes part of the launch
-  path for microsecond kernels. The fallback when a kernel cannot be captured into a graph.
+- `cupti` (default): torch.profiler (CUPTI) records every kernel's device time during eager calls;
+  a call's time is the sum of the kernels it launched between two flushes (found by name). The host's
+  launch path is not in it, and of the three it had the smallest round-to-round spread on the
+  microsecond kernels where the loop lives (H200, 2026-11-30, benchmarks/gpu_bench.py --sections
+  timers; CV over 10 rounds): vector op 4 K elements 2.4 % (cudagraph 8.5 %, events 5.9 %), 1 M 0.36 %
+  (1.4 %, 58 %), RMSNorm batch 1 0.74 % (2.0 %, 16 %), batch 170 0.50 % (2.3 %, 9.9 %); at 40 us all
+  three are under 1 % except events. The profiler's first start costs ~5 s per process.
+- `cudagraph`: the calls are captured into a CUDA graph, each after a flush; a second graph holds the
+  flushes alone; both are replayed alternately with events around each replay, and one call's time is
+  (T_calls_and_flushes - T_flushes) / calls. No host launch path either, but the subtraction and the
+  flush's write-back leak into the figure (1.7 us against CUPTI's 1.25 us for the smallest kernel).
+- `events`: eager calls, a flush then CUDA events around each call. For microsecond kernels this
+  measures the host's launch path (13.8 us for a 1.2 us kernel); kept for comparison only.
+If a timer fails on a kernel (a graph cannot be captured, the profiler misses a flush), the worker
+times that workload with the other of cupti/cudagraph, for both kernels of the pair, and records it.
 
 `sync_latency` is the host-inclusive figure reported beside the device time: synchronize, events
 around one call, as flashinfer-bench 0.1.2's `Benchmark` times (it reports the mean of these).
@@ -39,7 +43,11 @@ def _autogk_l2_flush(ptr, n, BLOCK: tl.constexpr):
     tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
 
 
-class CaptureError(Exception):
+class TimerError(Exception):
+    """This timer could not time these calls; the worker tries the other device timer."""
+
+
+class CaptureError(TimerError):
     """The kernel cannot run inside a CUDA graph (it synchronizes, allocates on the host, ...)."""
 
 
@@ -149,7 +157,7 @@ class DeviceTimer:
             elif per_call:
                 per_call[-1] += float(dur)
         if len(per_call) != len(calls):
-            raise RuntimeError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls")
+            raise TimerError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls")
         return per_call
 
     # -- host-inclusive latency and the memory ceiling -----------------------------------------------
@@ -158,8 +166,12 @@ class DeviceTimer:
         """Median of n calls, each: flush, synchronize, event, call, event (flashinfer-bench 0.1.2's way)."""
         out = []
         for _ in range(n):
-            self.flush()
+            # Events are created lazily on first record: prime them, or the end event's creation
+            # (a driver call) lands inside the timed interval.
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            e.record()
+            self.flush()
             torch.cuda.synchronize()
             s.record()
             call()

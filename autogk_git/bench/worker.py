@@ -188,8 +188,8 @@ def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, to
         if mism:
             raise KernelFailure("INCORRECT_NUMERICAL", f"output {name}: {mism} of {out.numel()} elements differ")
         return {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    o = out.detach().to("cpu", torch.float32)
-    r = ref.detach().to("cpu", torch.float32)
+    o = out.detach().to(torch.float32)  # compared where it lives: a GPU compares 36 M elements in microseconds
+    r = ref.detach().to(o.device, torch.float32)
     nan_out = torch.isnan(o) & ~torch.isnan(r)
     if nan_out.any():
         raise KernelFailure("INCORRECT_NUMERICAL",
@@ -430,6 +430,16 @@ class HostTimer:
         return None
 
 
+_DEVICE_TIMERS: dict = {}
+
+
+def device_timer(method: str):
+    """One DeviceTimer per method per process (its flush buffer and bandwidth are measured once)."""
+    if method not in _DEVICE_TIMERS:
+        _DEVICE_TIMERS[method] = _sibling("timing", "autogk_git.bench").DeviceTimer(method)
+    return _DEVICE_TIMERS[method]
+
+
 def tensor_bytes(definition: dict, axes: dict, section: str) -> dict[str, int]:
     out = {}
     for name, spec in definition[section].items():
@@ -524,15 +534,17 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     rng = random.Random(seed ^ 0x5EED)
     if device.startswith("cuda"):
         timing = _sibling("timing", "autogk_git.bench")
-        timers = {"main": timing.DeviceTimer(settings.get("timer", "cudagraph"))}
-        capture_error = timing.CaptureError
+        timers = {"main": device_timer(settings.get("timer", "cupti"))}
+        capture_error = timing.TimerError
     else:
         timers = {"main": HostTimer()}
         capture_error = ()
-    method = {wl["uuid"]: "main" for _, wl in wls}
+    method = {wl["uuid"]: timers["main"].method for _, wl in wls}
+    timers[timers["main"].method] = timers["main"]
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
                         "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
     failures: dict[str, tuple[str, KernelFailure]] = {}
+    tried: dict[str, set] = {}
     for r in range(rounds):
         round_logs = []
         for i, wl in wls:
@@ -547,8 +559,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             rng.shuffle(order)
             while True:
                 if method[u] not in timers:
-                    timing = _sibling("timing", "autogk_git.bench")
-                    timers[method[u]] = timing.DeviceTimer(method[u])
+                    timers[method[u]] = device_timer(method[u])
                 got = {}
                 try:
                     for tk in order:
@@ -564,12 +575,18 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         except HarnessFailure:
                             raise
                         except Exception as e:  # noqa: BLE001 - the kernel raised while being timed
+                            die_if_context_lost(e, device)
                             failures[u] = (tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
                             break
                 except capture_error as e:
-                    fig[u]["capture_error"] = str(e)
-                    method[u] = "events"  # both labels, from this round on: the method must be the same
-                    continue
+                    # Both labels, from this round on, with the other timer: the method must be the same.
+                    fig[u]["timer_error"] = f"{method[u]}: {e}"
+                    tried.setdefault(u, set()).add(method[u])
+                    other = [m for m in ("cupti", "cudagraph") if m not in tried[u]]
+                    if other:
+                        method[u] = other[0]
+                        continue
+                    failures[u] = (cand.label, KernelFailure("RUNTIME_ERROR", f"could not be timed: {e}"))
                 break
             if u in failures:
                 continue
@@ -587,6 +604,18 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     return fig, failures, timers["main"].bandwidth()
 
 
+def die_if_context_lost(e: BaseException, device: str) -> None:
+    """A sticky CUDA error (illegal address, launch failure) poisons this process's context: every
+    later call would fail too. Exit, so the runner records this workload and restarts on the rest."""
+    text = str(e)
+    if device.startswith("cuda") and any(m in text for m in (
+            "illegal memory access", "unspecified launch failure", "illegal instruction", "misaligned address",
+            "device-side assert", "CUDA error: an illegal", "uncorrectable ECC")):
+        sys.stderr.write(f"CUDA context lost: {short_tb(e)}\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+
 def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict, inputs: Inputs, reference,
                        device: str) -> dict:
     t0 = time.perf_counter()
@@ -601,6 +630,7 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
         except HarnessFailure as e:
             rec.update(status="REFERENCE_ERROR", message=str(e))
         except Exception as e:  # noqa: BLE001
+            die_if_context_lost(e, device)
             rec.update(status=classify(e), message=short_tb(e))
     rec["check_s"] = round(time.perf_counter() - t0, 4)
     return rec
@@ -652,8 +682,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         c.update(latency_us=_med(f["candidate"]), host_latency_us=_med(f["host_candidate"]),
                  samples_us=[round(x, 4) for x in f["candidate"]], method=f.get("method"),
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
-        if "capture_error" in f:
-            c["capture_error"] = f["capture_error"][:300]
+        if "timer_error" in f:
+            c["timer_error"] = f["timer_error"][:300]
         base_lat = _med(f[base.label])
         if stage == "ab":
             p = recs[f"parent:{u}"]
@@ -683,7 +713,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         emit(**rec)
     summary = {"event": stage if stage == "ab" else "timing", "baseline": base.label, "workloads": per_wl,
                "timing_s": round(timing_s, 3), "bandwidth_gbs": round(timer_bw / 1e9, 1) if timer_bw else None,
-               "timer": settings.get("timer", "cudagraph") if device.startswith("cuda") else "host"}
+               "timer": settings.get("timer", "cupti") if device.startswith("cuda") else "host"}
     if seq is not None:
         summary.update(seq.summary() if seq.log_ratios else {"rounds": 0, "stopped": "no data",
                                                               "outcome": "inconclusive"})

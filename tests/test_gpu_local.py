@@ -1,0 +1,84 @@
+"""The local backend's plumbing on CPU: which GPU a job gets, its environment, one job per GPU."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from autogk_git import config as config_mod
+from autogk_git.bench.backends import get_backend, local
+from autogk_git.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def locks(tmp_path, monkeypatch):
+    monkeypatch.setenv(local.LOCK_DIR_ENV, str(tmp_path / "locks"))
+
+
+def fake_worker(calls, hold_s=0.3):
+    def run_worker(job, env, timeout_s, extra_files=None):
+        t0 = time.monotonic()
+        time.sleep(hold_s)
+        calls.append({"gpu": env["CUDA_VISIBLE_DEVICES"], "interp": env.get("TRITON_INTERPRET"), "job": job,
+                      "span": (t0, time.monotonic())})
+        return {"labels": {}, "environment": {}, "attempts": 1, "records": []}
+    return run_worker
+
+
+def job():
+    return {"stage": "ab", "settings": {"trials": 3}, "sources": {}, "workloads": []}
+
+
+def test_gpu_setting_and_its_environment_override(monkeypatch):
+    assert local.parse_gpus("0, 2") == ["0", "2"]
+    with pytest.raises(ConfigError, match="not a CUDA device index"):
+        local.parse_gpus("cuda:0")
+    monkeypatch.setenv("AUTOGK_BENCH_GPU", "3")
+    assert local.LocalBackend(config_mod.parse({"bench": {"gpu": "0,1"}})).gpus == ["3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    assert local.parse_gpus("") == ["4", "5"]
+
+
+def test_the_worker_sees_only_its_gpu_and_timed_settings(monkeypatch):
+    calls = []
+    monkeypatch.setattr(local.runner, "run_worker", fake_worker(calls, 0.0))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    b = get_backend("local", config_mod.parse({"bench": {"gpu": "1", "min_rounds": 7, "timer": "cudagraph"}}))
+    assert b.name == "local" and b.timing is True
+    out = b.run(job(), 60)
+    (c,) = calls
+    assert c["gpu"] == "1" and c["interp"] is None
+    s = c["job"]["settings"]
+    assert s["timed"] and s["device"] == "cuda" and s["min_rounds"] == 7 and s["timer"] == "cudagraph"
+    assert s["trials"] == 3 and out["gpu"] == "1" and out["gpu_s"] >= 0
+
+
+def test_one_job_per_gpu_two_gpus_run_two_at_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(local.runner, "run_worker", fake_worker(calls))
+    one = local.LocalBackend(config_mod.parse({"bench": {"gpu": "0"}}))
+    threads = [threading.Thread(target=one.run, args=(job(), 60)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    spans = sorted(c["span"] for c in calls)
+    assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:]))  # serialized on GPU 0
+    calls.clear()
+    two = local.LocalBackend(config_mod.parse({"bench": {"gpu": "0,1"}}))
+    threads = [threading.Thread(target=two.run, args=(job(), 60)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(c["gpu"] for c in calls) == ["0", "1"]
+    (a0, a1), (b0, b1) = sorted(c["span"] for c in calls)
+    assert b0 < a1  # overlapping: one per GPU, both GPUs busy
+
+
+def test_no_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(local, "visible_gpus", lambda: [])
+    b = local.LocalBackend(config_mod.parse({"bench": {}}))
+    with pytest.raises(ConfigError, match="no CUDA GPU"):
+        b.run(job(), 60)
