@@ -176,17 +176,20 @@ AA_GROUPS = {
     "scale n=1M": (SCALE_DEF, [scale_wl(1 << 20)], HONEST),
     "rmsnorm b=1,170": (RMS_DEF, [rms_wl(1), rms_wl(170)], RMS_KERNEL),
     "rmsnorm b=8804,14509": (RMS_DEF, [rms_wl(8804), rms_wl(14509)], RMS_KERNEL),
+    "rmsnorm b=57,512": (RMS_DEF, [rms_wl(57), rms_wl(512)], RMS_KERNEL),
+    "scale n=64K": (SCALE_DEF, [scale_wl(1 << 16)], HONEST),
 }
 
 
 def sec_aa(args) -> dict:
     rows, raw = [], []
-    for gname, (definition, wls, src) in AA_GROUPS.items():
+    groups = {g: AA_GROUPS[g] for g in (args.aa_groups.split(";") if args.aa_groups else AA_GROUPS)}
+    for gname, (definition, wls, src) in groups.items():
         a, b = load(src), load(src)
         outc, gpu_s, rounds = [], [], []
         t_group = time.perf_counter()
         for k in range(args.aa):
-            if time.perf_counter() - t_group > args.aa_budget_s / len(AA_GROUPS):
+            if time.perf_counter() - t_group > args.aa_budget_s / len(groups):
                 break  # keep the run inside the lease; n says how many were made
             s, recs = ab(definition, wls, a, b, seed=1000 + k)
             outc.append(stats.classify(s["ci_low"], s["ci_high"], 0.01))
@@ -244,6 +247,7 @@ def main() -> int:
     ap.add_argument("--aa", type=int, default=50, help="A/A comparisons per group (4 groups)")
     ap.add_argument("--power", type=int, default=25, help="comparisons per power candidate (4 candidates)")
     ap.add_argument("--timer-rounds", type=int, default=15)
+    ap.add_argument("--aa-groups", default="", help="';'-separated A/A group names (default: all)")
     ap.add_argument("--aa-budget-s", type=float, default=1e9, help="stop A/A groups past this many seconds in all")
     ap.add_argument("--power-budget-s", type=float, default=1e9)
     ap.add_argument("--out", default="")

@@ -485,7 +485,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
             tk.fn(*warm_set)
         sync(device)
         t = method_timer.time_calls([lambda a=a: tk.fn(*a) for a in sets])
-        t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]))
+        t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
         return t
     warm_outs = alloc_outputs(definition, axes, device, 0)
     for _ in range(max(1, warmup)):
@@ -510,7 +510,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
             check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances)
         except KernelFailure as e:
             raise relabel(e, where) from None
-    t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0], *outs[0]))
+    t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0], *outs[0]), int(settings.get("host_calls", 10)))
     return t
 
 
