@@ -82,3 +82,51 @@ def test_no_gpu_is_a_clear_error(monkeypatch):
     b = local.LocalBackend(config_mod.parse({"bench": {}}))
     with pytest.raises(ConfigError, match="no CUDA GPU"):
         b.run(job(), 60)
+
+
+class CpuTimedBackend:
+    """The local backend's job shape, run on CPU with the worker's host-clock timer (tests only)."""
+
+    name = "local"
+    timing = True
+
+    def eligible(self, definition, workloads):
+        return list(workloads), []
+
+    def run(self, job, timeout_s):
+        import os
+        from autogk_git.bench import runner
+        job = dict(job, settings={**job["settings"], "timed": True, "device": "cpu", "reps": 2, "warmup": 1,
+                                  "host_calls": 2, "min_rounds": 2, "max_rounds": 3})
+        t0 = time.monotonic()
+        out = runner.run_worker(job, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), timeout_s)
+        out["gpu_s"] = round(time.monotonic() - t0, 3)
+        return out
+
+
+def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project):
+    import subprocess
+    from autogk_git.bench.stages import benchmark
+    from autogk_git.commands.show import workload_table
+    from autogk_git.loop.paired import PairedRatioRule
+    from autogk_git.project import Project
+
+    kernel = project / "kernels" / "scale" / "kernel.py"
+    parent = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    kernel.write_text(kernel.read_text().replace("BLOCK = 64", "BLOCK = 128"))
+    subprocess.run(["git", "commit", "-qam", "BLOCK 128"], cwd=project, check=True)
+    cand = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    p = Project(project)
+    bench = benchmark(p.root, p.target("scale"), CpuTimedBackend(), cand, parent, p.config, seed=5)
+    assert bench["correct"] and list(bench["stages"]) == ["quick", "stride", "ab"]
+    ab = bench["stages"]["ab"]["ab"]
+    assert 2 <= ab["rounds"] <= 3 and ab["ci_low"] <= ab["ratio"] <= ab["ci_high"]
+    for w in bench["stages"]["stride"]["workloads"]["candidate"].values():
+        assert w["speedup_vs_reference"] > 0 and w["method"] == "host"
+    for w in bench["stages"]["ab"]["workloads"]["candidate"].values():
+        assert w["ratio_vs_parent"] > 0 and len(w["samples_us"]) == ab["rounds"]
+    assert bench["cost"]["gpu_s"] > 0
+    v = PairedRatioRule().decide(bench, p.config)
+    assert v["decision"] in ("keep", "revert") and v["rounds"] == ab["rounds"] and v["gpu_s"] == bench["cost"]["gpu_s"]
+    table = "\n".join(workload_table({"stages": bench["stages"], "skipped": []}))
+    assert "ab" in table and "-" not in table.splitlines()[-1].split()[-1]  # ratio column filled
