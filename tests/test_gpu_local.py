@@ -38,6 +38,9 @@ def test_gpu_setting_and_its_environment_override(monkeypatch):
     assert local.LocalBackend(config_mod.parse({"bench": {"gpu": "0,1"}})).gpus == ["3"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
     assert local.parse_gpus("") == ["4", "5"]
+    assert local.parse_gpus("1") == ["5"]  # indices count within the visible GPUs, as in CUDA
+    with pytest.raises(ConfigError, match="shows only 2"):
+        local.parse_gpus("2")
 
 
 def test_the_worker_sees_only_its_gpu_and_timed_settings(monkeypatch):

@@ -146,9 +146,12 @@ class DeviceTimer:
                 c()
             torch.cuda.synchronize()
         kernels = []
-        for e in prof.events():
-            if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() >= 0:
-                kernels.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+        try:  # the profiler's event API moves between torch versions: a parse failure is the timer's
+            for e in prof.events():
+                if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() >= 0:
+                    kernels.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+        except Exception as e:  # noqa: BLE001
+            raise TimerError(f"cupti timer: could not read the profiler's events: {type(e).__name__}: {e}") from e
         kernels.sort()
         per_call: list[float] = []
         for start, name, dur in kernels:

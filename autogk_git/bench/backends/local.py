@@ -50,6 +50,14 @@ def parse_gpus(spec: str) -> list[str]:
     if bad:
         raise ConfigError(f"[bench] gpu = {spec!r}: {', '.join(bad)} is not a CUDA device index",
                           "set it like gpu = \"0,1\" (or AUTOGK_BENCH_GPU=0), or empty for all GPUs")
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:  # indices count within what this process may see, as CUDA counts them
+        visible = [g.strip() for g in env.split(",") if g.strip()]
+        out_of_range = [g for g in gpus if int(g) >= len(visible)]
+        if out_of_range:
+            raise ConfigError(f"[bench] gpu = {spec!r}: CUDA_VISIBLE_DEVICES={env} shows only {len(visible)} GPU(s)",
+                              f"use indices below {len(visible)}, or unset CUDA_VISIBLE_DEVICES")
+        gpus = [visible[int(g)] for g in gpus]
     return gpus
 
 
