@@ -205,7 +205,7 @@ def measure(project: Project, target_name: str, number: int, sha: str, branch: s
         "stages": bench["stages"],
         "correct": bench.get("correct", False),
         "verdict": verdict,
-        "cost": {"bench_wall_s": round(time.time() - t0, 3), **(usage or {})},
+        "cost": {"bench_wall_s": round(time.time() - t0, 3), **bench.get("cost", {}), **(usage or {})},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     return result
