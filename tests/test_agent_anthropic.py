@@ -1,0 +1,226 @@
+"""The anthropic agent against a stand-in Messages API server: real HTTP through the real SDK."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import autogk, git, notes_json
+from fake_messages_server import FakeMessages, delay, error, finish, text, tool_use
+
+from autogk_git.agents.anthropic_agent import AnthropicAgent
+from autogk_git.agents.base import AgentStopped, Context
+from autogk_git.errors import AgentError
+from autogk_git.project import Project
+
+KEY = "sk-ant-test-SECRET-0123456789"
+KERNEL = "kernels/scale/kernel.py"
+
+
+@pytest.fixture
+def api(monkeypatch):
+    """Point the SDK at a fake server built from a script; returns a factory."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("AUTOGK_AGENT_RETRY_MAX_S", "0.05")
+    servers = []
+
+    def start(script):
+        srv = FakeMessages(script).__enter__()
+        servers.append(srv)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.url)
+        return srv
+
+    yield start
+    for s in servers:
+        s.__exit__(None)
+
+
+def context(root, history=None, **kw) -> Context:
+    project = Project(root)
+    return Context(worktree=root, target=project.target("scale"), number=7, history=history or [],
+                   config=project.config, **kw)
+
+
+def propose(root, **kw):
+    ctx = context(root, **kw)
+    return AnthropicAgent(ctx.config).propose(ctx), ctx
+
+
+def test_a_scripted_conversation_makes_one_change_and_prices_it(project, api):
+    srv = api([
+        tool_use("read_file", {"path": KERNEL}, input_tokens=2000, output_tokens=50),
+        tool_use("history", {}, input_tokens=3000, output_tokens=40),
+        tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 128 "},
+                 input_tokens=4000, output_tokens=60, cache_read_input_tokens=1000),
+        finish("BLOCK 64 -> 128: fewer programs", "Fewer, larger programs halve launch overhead.",
+               input_tokens=5000, output_tokens=30),
+    ])
+    prop, ctx = propose(project, history=[{"experiment": 3, "hypothesis": "tune: MASK True -> False",
+                                           "verdict": {"decision": "revert", "reason": "INCORRECT_NUMERICAL tail"}}])
+    assert prop.changed and prop.hypothesis == "BLOCK 64 -> 128: fewer programs"
+    assert "halve launch overhead" in prop.rationale
+    assert "BLOCK = 128  # autogk: tune" in (project / KERNEL).read_text()
+    # The model saw the kernel and the history through real tool_result blocks.
+    assert "_scale_kernel" in srv.tool_results(1)[0]["content"]
+    assert "MASK True -> False" in srv.tool_results(2)[0]["content"]
+    assert srv.tool_results(3)[0]["is_error"] is False
+    # The rules and the target's program travel in the system prompt; the lesson in the first message.
+    system = srv.requests[0]["system"][0]["text"]
+    assert "ONE change per experiment" in system and "Stay in Triton" in system and "gaming" in system
+    assert "was reverted" in srv.requests[0]["messages"][0]["content"][0]["text"]
+    assert srv.requests[0]["model"] == "claude-sonnet-5-5"
+    assert KEY in (srv.headers[0].get("x-api-key") or srv.headers[0].get("authorization", ""))
+    # Usage: summed per request, priced from the table (sonnet 5.5: $2 in, $10 out, $0.20 cache read).
+    u = prop.usage
+    assert (u["input_tokens"], u["output_tokens"], u["cache_read_input_tokens"]) == (14000, 180, 1000)
+    assert u["requests"] == 4 and u["turns"] == 4 and len(u["per_request"]) == 4
+    assert u["cost_usd"] == pytest.approx((14000 * 2 + 180 * 10 + 1000 * 0.2) / 1e6)
+    assert KEY not in json.dumps(prop.usage) + prop.rationale + prop.hypothesis
+
+
+def test_price_table_comes_from_config(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_MODEL", "my-model-2")
+    monkeypatch.setenv("AUTOGK_AGENT_PRICES", '{"my-model-2": [10, 100]}')
+    monkeypatch.setenv("AUTOGK_AGENT_MAX_TOKENS", "0")
+    api([tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "},
+                  input_tokens=1_000_000, output_tokens=0),
+         finish("BLOCK 32", input_tokens=0, output_tokens=10_000)])
+    prop, _ = propose(project)
+    assert prop.usage["model"] == "my-model-2" and prop.usage["priced"] is True
+    assert prop.usage["cost_usd"] == pytest.approx(10 + 1.0)
+
+
+def test_transient_errors_are_retried_with_backoff(project, api):
+    srv = api([error(429), error(529), error(500),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               error(529, retry_after=None), finish("BLOCK 32")])
+    prop, _ = propose(project)
+    assert prop.changed and len(srv.requests) == 6
+    assert prop.usage["retries"] == 4 and prop.usage["requests"] == 2
+
+
+def test_retries_are_bounded(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_RETRIES", "2")
+    srv = api([error(529), error(529), error(529), finish("never reached")])
+    with pytest.raises(AgentStopped, match="kept failing.*after 2 retries"):
+        propose(project)
+    assert len(srv.requests) == 3
+
+
+def test_a_timeout_is_retried(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_TIMEOUT_S", "0.5")
+    srv = api([delay(2.0, text("too late")),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    prop, _ = propose(project)
+    assert prop.changed and prop.usage["retries"] == 1 and len(srv.requests) == 3
+
+
+def test_a_client_error_is_not_retried_and_says_what_to_do(project, api):
+    srv = api([error(401, None)])
+    with pytest.raises(AgentError) as e:
+        propose(project)
+    assert "AuthenticationError" in e.value.message and "ANTHROPIC_API_KEY" in e.value.hint
+    assert len(srv.requests) == 1
+
+
+def test_malformed_tool_input_comes_back_as_a_tool_error(project, api):
+    srv = api([tool_use("read_file", {}),                             # missing path
+               tool_use("edit_file", {"path": 42, "old": 1, "new": None}),
+               tool_use("no_such_tool", {"x": 1}),
+               tool_use("read_file", "not an object"),
+               tool_use("edit_file", {"path": KERNEL, "old": "not in the file", "new": "x"}),
+               finish(""),                                            # empty hypothesis
+               finish("nothing changed yet"),                         # no change made
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    prop, _ = propose(project)
+    assert prop.changed and prop.hypothesis == "BLOCK 32"
+    errs = [srv.tool_results(i)[0] for i in range(1, 8)]
+    assert all(r["is_error"] for r in errs)
+    assert "'path' must be a non-empty string" in errs[0]["content"]
+    assert "unknown tool 'no_such_tool'" in errs[2]["content"]
+    assert "JSON object" in errs[3]["content"]
+    assert "occurs 0 times" in errs[4]["content"]
+    assert "no editable file has changed" in errs[6]["content"]
+
+
+def test_writes_outside_the_sandbox_are_refused(project, api, tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("original\n")
+    (project / "kernels/scale/link.py").symlink_to(outside)
+    before = {p: (project / p).read_text() for p in ("kernels/scale/definition.json", ".autogk.toml")}
+    attempts = [{"path": "../outside.py", "content": "x"},
+                {"path": str(outside), "content": "x"},
+                {"path": "kernels/scale/../../.autogk.toml", "content": "x"},
+                {"path": "kernels/scale/definition.json", "content": "x"},
+                {"path": ".autogk.toml", "content": "x"},
+                {"path": ".git/config", "content": "x"}]
+    srv = api([tool_use("write_file", a) for a in attempts] +
+              [tool_use("read_file", {"path": "kernels/scale/link.py"}),
+               tool_use("read_file", {"path": "/etc/passwd"}),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    monkey_editable = os.environ.get("AUTOGK_AGENT_EDITABLE")
+    assert monkey_editable is None
+    prop, _ = propose(project)
+    results = [srv.tool_results(i)[0] for i in range(1, len(attempts) + 3)]
+    assert all(r["is_error"] for r in results), results
+    assert "not allowed" in results[0]["content"] and "not editable" in results[3]["content"]
+    assert "outside the checkout" in results[len(attempts)]["content"]
+    assert outside.read_text() == "original\n"
+    assert before == {p: (project / p).read_text() for p in before}
+    assert prop.changed
+
+
+def test_symlinked_editable_file_pointing_out_is_refused(project, api, monkeypatch, tmp_path):
+    outside = tmp_path / "victim.py"
+    outside.write_text("victim\n")
+    monkeypatch.setenv("AUTOGK_AGENT_EDITABLE", "kernel.py,helpers.py")
+    (project / "kernels/scale/helpers.py").symlink_to(outside)
+    srv = api([tool_use("write_file", {"path": "kernels/scale/helpers.py", "content": "pwned"}),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    propose(project)
+    assert srv.tool_results(1)[0]["is_error"] and outside.read_text() == "victim\n"
+
+
+def test_an_agent_that_never_stops_hits_the_turn_budget(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_MAX_TURNS", "4")
+    srv = api(lambda body: tool_use("list_files", {}))
+    with pytest.raises(AgentStopped, match="turn budget spent: 4") as e:
+        propose(project)
+    assert len(srv.requests) == 4
+    assert e.value.usage["requests"] == 4 and e.value.usage["cost_usd"] > 0
+
+
+def test_the_token_budget_stops_a_long_conversation(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_MAX_TOKENS", "5000")
+    srv = api(lambda body: tool_use("list_files", {}, input_tokens=2000, output_tokens=100))
+    with pytest.raises(AgentStopped, match="token budget spent"):
+        propose(project)
+    assert len(srv.requests) == 3
+
+
+def test_a_model_that_only_talks_is_nudged_to_use_tools(project, api):
+    srv = api([text("I think BLOCK should be 32."),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    prop, _ = propose(project)
+    assert prop.changed
+    nudge = srv.requests[1]["messages"][-1]["content"][0]["text"]
+    assert "call finish" in nudge
+
+
+def test_without_a_key_the_agent_says_how_to_get_one(project, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(AgentError) as e:
+        propose(project)
+    assert "ANTHROPIC_API_KEY is not set" in e.value.message and "--agent tune" in e.value.hint
+
+
+def test_auto_stays_offline_without_a_key(project):
+    from autogk_git.agents import resolve_kind
+    assert resolve_kind("auto") == "tune"
