@@ -224,3 +224,62 @@ def test_without_a_key_the_agent_says_how_to_get_one(project, monkeypatch):
 def test_auto_stays_offline_without_a_key(project):
     from autogk_git.agents import resolve_kind
     assert resolve_kind("auto") == "tune"
+
+
+def test_iterate_with_the_anthropic_agent_records_cost_in_notes_and_mlflow(project, api):
+    import sqlite3
+
+    srv = api([
+        tool_use("read_artifact", {"name": "workloads"}),
+        tool_use("edit_file", {"path": KERNEL, "old": "mask = offs < n\n", "new": "mask = offs < n - 1\n"}),
+        tool_use("run_check", {}),
+        tool_use("edit_file", {"path": KERNEL, "old": "mask = offs < n - 1\n", "new": "mask = offs < n\n"}),
+        tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+        finish("BLOCK 64 -> 32", "Smaller blocks for the small workloads.", input_tokens=20000, output_tokens=500),
+        # research on demand, afterwards: a model-written plan
+        tool_use("history", {}),
+        tool_use("write_plan", {"diagnosis": "d", "strategy": "Vectorize the loads.", "actions": ["a1", "a2"],
+                                "avoid": ["MASK False"]}),
+    ])
+    out = autogk(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "5", "--json")
+    report = json.loads(out.stdout)
+    [exp] = report["experiments"]
+    assert exp["decision"] == "keep" and exp["hypothesis"] == "BLOCK 64 -> 32"
+    # The model saw the inspector's report and the failing quick check of its broken intermediate edit.
+    assert "Axis n: 50 .. 4096" in srv.tool_results(1)[0]["content"]
+    check = json.loads(srv.tool_results(3)[0]["content"])
+    assert check["correct"] is False and "INCORRECT" in json.dumps(check["workloads"])
+    note = notes_json(project, exp["commit"])
+    cost = note["cost"]
+    assert cost["requests"] == 6 and cost["input_tokens"] == 5 * 1000 + 20000 and cost["turns"] == 6
+    assert cost["cost_usd"] == pytest.approx((25000 * 2 + 1000 * 10) / 1e6)
+    assert report["cost_usd"] == pytest.approx(cost["cost_usd"])
+    assert report["usage"]["tokens"] == cost["tokens"]
+    db = project / "mlruns" / "mlflow.db"
+    with sqlite3.connect(db) as con:
+        rows = dict(con.execute("select key, value from metrics where key like 'cost.%'").fetchall())
+    assert rows["cost.cost_usd"] == pytest.approx(cost["cost_usd"]) and rows["cost.output_tokens"] == 1000
+
+    out = autogk(project, "research", "--json")
+    plan = json.loads(out.stdout)
+    assert plan["usage"]["requests"] == 2 and plan["meta"]["cost_usd"] > 0
+    assert "Vectorize the loads." in plan["text"] and "anthropic (claude-sonnet-5-5)" in plan["text"]
+    # The research agent had only read-only tools.
+    names = {t["name"] for t in srv.requests[-1]["tools"]}
+    assert not names & {"write_file", "edit_file", "run_check"}
+
+    # The key is nowhere: not in notes, commit messages, MLflow's store or artifacts.
+    everything = git(project, "log", "--all", "-p", "--format=%B") + \
+        git(project, "log", "-p", "refs/notes/autogk/results") + git(project, "log", "-p", "refs/notes/autogk/plans")
+    assert KEY not in everything and KEY not in out.stdout + out.stderr
+    for f in (project / "mlruns").rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes(), f
+
+
+def test_a_budget_needs_a_priced_model(project, api, monkeypatch):
+    api([])
+    monkeypatch.setenv("AUTOGK_AGENT_MODEL", "claude-unknown-9")
+    out = autogk(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "1", check=False)
+    assert out.returncode == 1
+    assert "needs a price for claude-unknown-9" in out.stderr and "[agent] prices" in out.stderr
