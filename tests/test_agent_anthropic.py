@@ -283,3 +283,13 @@ def test_a_budget_needs_a_priced_model(project, api, monkeypatch):
     out = autogk(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "1", check=False)
     assert out.returncode == 1
     assert "needs a price for claude-unknown-9" in out.stderr and "[agent] prices" in out.stderr
+
+
+def test_the_sdk_loads_only_when_an_llm_agent_runs():
+    import subprocess
+    import sys
+    code = ("import sys, autogk_git.cli, autogk_git.loop.iterate, autogk_git.agents.research, "
+            "autogk_git.agents.anthropic_agent, autogk_git.agents.command\n"
+            "print('anthropic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
