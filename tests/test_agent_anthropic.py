@@ -58,7 +58,8 @@ def test_a_scripted_conversation_makes_one_change_and_prices_it(project, api):
                input_tokens=5000, output_tokens=30),
     ])
     prop, ctx = propose(project, history=[{"experiment": 3, "hypothesis": "tune: MASK True -> False",
-                                           "verdict": {"decision": "revert", "reason": "INCORRECT_NUMERICAL tail"}}])
+                                           "verdict": {"decision": "revert", "reason": "INCORRECT_NUMERICAL tail"}}],
+                        plan="## Actions\n1. try BLOCK 128 first", plan_id="a" * 40)
     assert prop.changed and prop.hypothesis == "BLOCK 64 -> 128: fewer programs"
     assert "halve launch overhead" in prop.rationale
     assert "BLOCK = 128  # autogk: tune" in (project / KERNEL).read_text()
@@ -69,7 +70,9 @@ def test_a_scripted_conversation_makes_one_change_and_prices_it(project, api):
     # The rules and the target's program travel in the system prompt; the lesson in the first message.
     system = srv.requests[0]["system"][0]["text"]
     assert "ONE change per experiment" in system and "Stay in Triton" in system and "gaming" in system
-    assert "was reverted" in srv.requests[0]["messages"][0]["content"][0]["text"]
+    first = srv.requests[0]["messages"][0]["content"][0]["text"]
+    assert "was reverted" in first and "try BLOCK 128 first" in first and "def run(" in first
+    assert "research plan on aaaaaaaaaa" in prop.rationale
     assert srv.requests[0]["model"] == "claude-sonnet-5-5"
     assert KEY in (srv.headers[0].get("x-api-key") or srv.headers[0].get("authorization", ""))
     # Usage: summed per request, priced from the table (sonnet 5.5: $2 in, $10 out, $0.20 cache read).
@@ -214,6 +217,33 @@ def test_a_model_that_only_talks_is_nudged_to_use_tools(project, api):
     assert "call finish" in nudge
 
 
+def test_an_agent_out_of_turns_stops_the_loop_and_says_why(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_MAX_TURNS", "2")
+    api(lambda body: tool_use("history", {}))
+    out = autogk(project, "iterate", "-n", "3", "--agent", "anthropic", "--json", check=False,
+                 env={"AUTOGK_TRACKING_ENABLED": "false"})
+    assert out.returncode == 1
+    report = json.loads(out.stdout)
+    assert report["failed"] and "turn budget spent: 2" in report["stop_reason"]
+    assert report["experiments"] == [] and report["usage"]["requests"] == 2
+    assert git(project, "branch", "--list", "autogk/*").strip() == ""
+    assert git(project, "status", "--porcelain").strip() == ""
+
+
+def test_docs_globs_are_readable_but_never_writable(project, api, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_DOCS", "*.toml")
+    srv = api([tool_use("read_file", {"path": ".autogk.toml"}),
+               tool_use("write_file", {"path": ".autogk.toml", "content": "x"}),
+               tool_use("read_file", {"path": "tests/x.py"}),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    propose(project)
+    ok, write, other = (srv.tool_results(i)[0] for i in (1, 2, 3))
+    assert not ok["is_error"] and "[project]" in ok["content"]
+    assert write["is_error"] and "not editable" in write["content"]
+    assert other["is_error"] and "not readable" in other["content"]
+
+
 def test_without_a_key_the_agent_says_how_to_get_one(project, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(AgentError) as e:
@@ -259,6 +289,12 @@ def test_iterate_with_the_anthropic_agent_records_cost_in_notes_and_mlflow(proje
     with sqlite3.connect(db) as con:
         rows = dict(con.execute("select key, value from metrics where key like 'cost.%'").fetchall())
     assert rows["cost.cost_usd"] == pytest.approx(cost["cost_usd"]) and rows["cost.output_tokens"] == 1000
+    # The loop run's totals: a run in autogk/scale/loops.
+    with sqlite3.connect(db) as con:
+        loop = dict(con.execute("select m.key, m.value from metrics m join runs r on m.run_uuid = r.run_uuid "
+                                "join experiments e on r.experiment_id = e.experiment_id "
+                                "where e.name = 'autogk/scale/loops'").fetchall())
+    assert loop["cost_usd"] == pytest.approx(cost["cost_usd"]) and loop["kept"] == 1 and loop["requests"] == 6
 
     out = autogk(project, "research", "--json")
     plan = json.loads(out.stdout)

@@ -203,6 +203,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
     _check_budget_is_priced(cfg, kind, budget)
     agent = get_agent(kind, cfg)
     report = LoopReport(target.name)
+    started = time.time()
     lock = RepoLock(project.state_dir)
     with lock:
         if lock.recovered:
@@ -257,4 +258,10 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
                     break
             else:
                 repeats = 0
+    if cfg.tracking.enabled and (report.experiments or report.usage or report.research):
+        try:
+            from autogk_git.tracking.mlflow_store import log_loop
+            log_loop(project, report.as_dict(), started, agent.name)
+        except Exception as e:  # noqa: BLE001 - the notes hold every experiment; the loop total is a summary
+            say(f"warning: MLflow could not log the loop's totals ({type(e).__name__}: {str(e)[:200]})")
     return report
