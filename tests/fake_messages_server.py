@@ -52,6 +52,38 @@ def delay(seconds: float, then: dict[str, Any]) -> dict[str, Any]:
     return {"_delay": seconds, "_then": then}
 
 
+def invalid(message: str) -> dict[str, Any]:
+    return {"_status": 400, "_headers": {},
+            "_body": {"type": "error", "error": {"type": "invalid_request_error", "message": message}}}
+
+
+def validate(body: dict[str, Any]) -> str | None:
+    """The request rules of the real API that a client most easily breaks; None when the request is fine."""
+    msgs = body.get("messages")
+    if not body.get("model") or not isinstance(body.get("max_tokens"), int) or not isinstance(msgs, list) or not msgs:
+        return "model, max_tokens and a non-empty messages list are required"
+    for i, m in enumerate(msgs):
+        if m.get("role") != ("user" if i % 2 == 0 else "assistant"):
+            return f"messages.{i}: roles must alternate, starting with user"
+    for i, m in enumerate(msgs[:-1]):
+        if m["role"] != "assistant" or not isinstance(m["content"], list):
+            continue
+        ids = {b["id"] for b in m["content"] if b.get("type") == "tool_use"}
+        nxt = msgs[i + 1]["content"]
+        got = {b.get("tool_use_id") for b in nxt if isinstance(b, dict) and b.get("type") == "tool_result"} \
+            if isinstance(nxt, list) else set()
+        if ids != got:
+            return f"messages.{i + 1}: each tool_use needs exactly one tool_result (missing {ids - got})"
+    blocks = [b for m in msgs if isinstance(m["content"], list) for b in m["content"]]
+    blocks += body.get("system") if isinstance(body.get("system"), list) else []
+    if sum(isinstance(b, dict) and "cache_control" in b for b in blocks) > 4:
+        return "at most 4 blocks may have cache_control"
+    for t in body.get("tools") or []:
+        if not t.get("name") or t.get("input_schema", {}).get("type") != "object":
+            return f"tool {t.get('name')}: input_schema must be an object schema"
+    return None
+
+
 class FakeMessages:
     def __init__(self, script: list[Any] | Callable[[dict[str, Any]], Any]) -> None:
         self.script = script
@@ -70,7 +102,8 @@ class FakeMessages:
                 with outer._lock:
                     outer.requests.append(body)
                     outer.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    step = outer._next(body)
+                    problem = validate(body)
+                    step = invalid(problem) if problem else outer._next(body)
                 while isinstance(step, dict) and "_delay" in step:
                     time.sleep(step["_delay"])
                     step = step["_then"]

@@ -329,3 +329,16 @@ def test_the_sdk_loads_only_when_an_llm_agent_runs():
             "print('anthropic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_stand_in_server_rejects_what_the_real_api_rejects():
+    from fake_messages_server import validate
+    tu = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]}
+    ok = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}, tu,
+                                                       {"role": "user", "content": [
+                                                           {"type": "tool_result", "tool_use_id": "t1", "content": "r"}]}]}
+    assert validate(ok) is None
+    missing = dict(ok, messages=ok["messages"][:2] + [{"role": "user", "content": [{"type": "text", "text": "?"}]}])
+    assert "tool_result" in validate(missing)
+    cached = [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}] * 5
+    assert "cache_control" in validate(dict(ok, system=cached))
