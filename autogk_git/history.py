@@ -39,7 +39,7 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
             rec.update(state="kept" if kind == "kept" else "archived", commit=sha)
     shas = [r["commit"] for r in found.values()]
     texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
-    results = {c: notes.parse_result(t) for c, t in texts.items()}
+    results = {c: notes.parse_result(t, c) for c, t in texts.items()}
     missing = [s for s in shas if not results.get(s)]
     subjects = {s: i["subject"] for s, i in repo.commit_info(root, missing).items()}
     out = []

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git import config as config_mod
-from autogk_git.errors import NotAProject, TargetError
+from autogk_git.errors import InputDataNeeded, NotAProject, TargetError
 from autogk_git.git.run import git
 
 KERNELS_DIR = "kernels"
@@ -134,6 +134,23 @@ def check_definition(data: Any, where: str) -> None:
                                       f"declare '{dim}' under axes")
     if "def run(" not in data["reference"]:
         raise TargetError(f"{where}: the reference defines no run()", "the reference must define run(...)")
+
+
+def input_data_message(target: Target, need: list[str]) -> str:
+    return (f"inputs {', '.join(need)} of target {target.name} are integer tensors (indices, lengths, page "
+            "tables): random data cannot stand for them, so autogk cannot check this target until you "
+            "provide them:\n"
+            f"  - a generator: {target.rel}/inputs.py defining generate(axes, definition, seed, device) that "
+            f"returns a dict with valid tensors for {', '.join(need)}, or\n"
+            "  - workloads whose inputs for them are safetensors blobs: "
+            "autogk init --definition FILE --workloads WORKLOADS.jsonl")
+
+
+def require_input_data(target: Target) -> None:
+    """Raise InputDataNeeded, saying what to provide, when random data cannot stand for some inputs."""
+    need = target.inputs_needing_data()
+    if need:
+        raise InputDataNeeded(input_data_message(target, need), f"then check it with: autogk bench --target {target.name}")
 
 
 class Project:

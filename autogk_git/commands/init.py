@@ -198,13 +198,8 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     need = target.inputs_needing_data()
     info: dict[str, Any] = {"root": str(top), "target": tname, "commit": sha, "files": written, "needs_data": need}
     if need:
-        say(f"NOTE: inputs {', '.join(need)} of {tname} are integer tensors (indices, lengths, page tables); "
-            "random data cannot stand for them, so autogk cannot check this target until you provide them:\n"
-            f"  - a generator: {tdir / 'inputs.py'} defining generate(axes, definition, seed, device) that returns "
-            f"a dict with tensors for {', '.join(need)} (valid indices for the workload's axes), or\n"
-            f"  - workloads whose inputs for them are safetensors blobs: autogk init --definition FILE "
-            "--workloads WORKLOADS.jsonl\n"
-            f"  then check with: autogk bench --target {tname}")
+        from autogk_git.project import input_data_message
+        say("NOTE: " + input_data_message(target, need) + f"\n  then check it with: autogk bench --target {tname}")
         return info
     if check:
         from autogk_git.commands.bench import check_kernel

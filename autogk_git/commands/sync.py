@@ -15,7 +15,7 @@ def sync_project(project: Project, say, full: bool = False) -> dict[str, int]:
     from autogk_git.tracking import mlflow_store
 
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
-    results = [r for r in (parse_result(t) for t in texts.values()) if r and "target" in r]
+    results = [r for r in (parse_result(t, c) for c, t in texts.items()) if r and "target" in r]
     by_target: dict[str, list] = {}
     for r in results:
         by_target.setdefault(r["target"], []).append(r)

@@ -13,7 +13,7 @@ from autogk_git.errors import AgentError, AutogkError
 from autogk_git.git import repo
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.lock import RepoLock
-from autogk_git.project import Project, Target
+from autogk_git.project import Project, Target, require_input_data
 
 
 @dataclass
@@ -197,6 +197,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
     from autogk_git.agents import research
 
     target = project.target(target_name)
+    require_input_data(target)
     cfg = project.config
     kind = resolve_kind(agent_kind or cfg.agent.kind)
     budget = cfg.agent.budget_usd if budget_usd is None else budget_usd
