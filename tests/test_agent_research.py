@@ -148,11 +148,11 @@ def test_the_loop_fires_research_on_a_wall_and_a_repeat_and_follows_the_plans(pr
     assert report.usage["cost_usd"] == pytest.approx(0.5) and report.usage["requests"] == 5
 
 
-def test_budget_and_iteration_limits_stop_between_experiments(project, monkeypatch):
-    agent = Scripted([[("BLOCK = 64 ", "BLOCK = 128 ")], [("BLOCK = 128 ", "BLOCK = 32 ")],
-                      [("BLOCK = 32 ", "BLOCK = 64 ")]], cost=0.1)
-    report, _ = run_loop(project, agent, monkeypatch, budget=0.15)
-    assert len(report.experiments) == 2
-    assert report.stop_reason.startswith("budget of $0.15 spent ($0.2000) after 2 experiment(s)")
-    report, _ = run_loop(project, agent, monkeypatch, n=1)
-    assert len(report.experiments) == 1 and report.stop_reason == "ran 1 experiment(s) (limit 1)"
+def test_the_budget_stops_the_loop_between_experiments(project, monkeypatch):
+    # Incorrect kernels end at the quick stage: the cheapest experiments there are.
+    agent = Scripted([[("mask = offs < n", "mask = offs < n - 1")], [("mask = offs < n", "mask = offs < n - 2")],
+                      [("mask = offs < n", "mask = offs < n - 3")]], cost=0.1)
+    report, _ = run_loop(project, agent, monkeypatch, budget=0.15, AUTOGK_RESEARCH_WALL="0")
+    assert [e["decision"] for e in report.experiments] == ["revert", "revert"]
+    assert report.stop_reason == "budget of $0.15 spent ($0.2000) after 2 experiment(s)"
+    assert len(agent.seen) == 2

@@ -215,6 +215,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
         t0 = time.monotonic()
         i = repeats = 0
         trigger: str | None = None
+        research_failed_at = -1  # a failed research call is not retried before a new experiment
         while True:
             if limit and i >= limit:
                 report.stop_reason = f"ran {i} experiment(s) (limit {limit})"
@@ -228,11 +229,12 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             history = ex.history(project, target.name)
             plans = research.plans(project.root, target.name)
             trigger = trigger or research.due(history, cfg, since=plans[-1].after if plans else 0)
-            if trigger:
+            if trigger and research_failed_at != len(history):
                 say(f"research trigger: {trigger}")
-                research_now(project, target, trigger, say, report)
-                trigger = None
+                if research_now(project, target, trigger, say, report) is None:
+                    research_failed_at = len(history)
                 history = ex.history(project, target.name)
+            trigger = None
             plan = research.pending(project.root, target.name, history, cfg.research.follow)
             if plan:
                 say(f"following the research plan on {plan.commit[:10]} ({plan.trigger})")
