@@ -76,9 +76,10 @@ def followers(root, plan: Plan, history: list[dict[str, Any]]) -> list[int]:
     return [later[c] for c, i in info.items() if repo.trailers(i["body"]).get("Autogk-Plan") == plan.commit]
 
 
-def pending(root, target: str, history: list[dict[str, Any]], follow: int) -> Plan | None:
+def pending(root, target: str, history: list[dict[str, Any]], follow: int,
+            known: list[Plan] | None = None) -> Plan | None:
     """The newest plan, while fewer than `follow` experiments have followed it."""
-    ps = plans(root, target)
+    ps = plans(root, target) if known is None else known
     if not ps:
         return None
     p = ps[-1]

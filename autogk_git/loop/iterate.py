@@ -97,16 +97,16 @@ def staged_tree(wt, rel: str) -> str | None:
 def tried_trees(project: Project, rel: str, history: list[dict[str, Any]]) -> dict[str, int]:
     """{tree of the target folder: experiment number} for every kernel measured so far, parents included."""
     from autogk_git.git.run import git
-    specs = []
+    specs: dict[str, int] = {}  # parents repeat (one per trunk tip): ask git once per commit
     for r in history:
         for key in ("commit", "parent"):
             if r.get(key):
-                specs.append((f"{r[key]}:{rel}", r.get("experiment") or 0))
+                specs.setdefault(f"{r[key]}:{rel}", r.get("experiment") or 0)
     if not specs:
         return {}
-    out = git("cat-file", "--batch-check", cwd=project.root, input="\n".join(s for s, _ in specs) + "\n")
-    trees = {}
-    for line, (_, n) in zip(out.splitlines(), specs):
+    out = git("cat-file", "--batch-check", cwd=project.root, input="\n".join(specs) + "\n")
+    trees: dict[str, int] = {}
+    for line, n in zip(out.splitlines(), specs.values()):
         parts = line.split()
         if len(parts) >= 2 and parts[1] == "tree":
             trees.setdefault(parts[0], n)
@@ -229,13 +229,15 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             history = ex.history(project, target.name)
             plans = research.plans(project.root, target.name)
             trigger = trigger or research.due(history, cfg, since=plans[-1].after if plans else 0)
-            if trigger and research_failed_at != len(history):
+            trigger_fired = bool(trigger and research_failed_at != len(history))
+            if trigger_fired:
                 say(f"research trigger: {trigger}")
                 if research_now(project, target, trigger, say, report) is None:
                     research_failed_at = len(history)
                 history = ex.history(project, target.name)
             trigger = None
-            plan = research.pending(project.root, target.name, history, cfg.research.follow)
+            plan = research.pending(project.root, target.name, history, cfg.research.follow,
+                                    research.plans(project.root, target.name) if trigger_fired else plans)
             if plan:
                 say(f"following the research plan on {plan.commit[:10]} ({plan.trigger})")
             try:
