@@ -156,3 +156,14 @@ def test_the_budget_stops_the_loop_between_experiments(project, monkeypatch):
     assert [e["decision"] for e in report.experiments] == ["revert", "revert"]
     assert report.stop_reason == "budget of $0.15 spent ($0.2000) after 2 experiment(s)"
     assert len(agent.seen) == 2
+
+
+def test_the_profiler_writes_a_per_workload_artifact(project):
+    from autogk_git.bench import profiler
+    p = Project(project)
+    path = profiler.profile_target(p, p.target("scale"), calls=2)
+    report = json.loads((path.parent / "profile.json").read_text())
+    assert report["device"] == "cpu" and "host time only" in path.read_text()
+    assert len(report["workloads"]) == 5 and all(w["host_us_per_call"] > 0 for w in report["workloads"])
+    big = max(report["workloads"], key=lambda w: w["bytes"])
+    assert big["axes"] == {"n": 4096} and big["bytes"] == (3 * 4096) * 4  # x, bias, out (the scalar is a float)

@@ -211,7 +211,10 @@ class AnthropicAgent:
             if name == "workloads":
                 from autogk_git import inspect
                 return inspect.render(inspect.inspect_target(ctx.target))
-            raise tools.ToolError(f"no artifact '{name}'; known: workloads")
+            if name == "profile":
+                raise tools.ToolError("no profile yet: a person runs `python -m autogk_git.bench.profiler` "
+                                      "on a GPU machine to make one")
+            raise tools.ToolError(f"no artifact '{name}'; known: workloads, profile")
 
         return {
             "list_files": lambda a: "\n".join(box.list()),

@@ -137,8 +137,9 @@ READ_TOOLS = [
     _schema("read_file", "Read a file of the target (or an allowed doc).", {"path": _PATH}, ["path"]),
     _schema("history", "The experiments tried so far for this target: number, verdict, hypothesis, figures.",
             {"last": {"type": "integer", "description": "only the last N (default 30)"}}, []),
-    _schema("read_artifact", "Read an analysis artifact: 'workloads' (the workload inspector's report).",
-            {"name": {"type": "string", "enum": ["workloads"]}}, ["name"]),
+    _schema("read_artifact", "Read an analysis artifact: 'workloads' (the workload inspector's report) or "
+            "'profile' (where the trunk kernel's time goes per workload, when a GPU profile was taken).",
+            {"name": {"type": "string", "enum": ["workloads", "profile"]}}, ["name"]),
 ]
 WRITE_TOOLS = [
     _schema("write_file", "Replace an editable file with new content.",

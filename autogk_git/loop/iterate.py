@@ -125,7 +125,8 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None) -> 
     say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt})")
     history = ex.history(project, target.name)
     wt_target = Target(target.name, wt / target.rel, target.editable)
-    artifacts = {"workloads": inspect.artifact_dir(project, target.name) / "workloads.md"}
+    adir = inspect.artifact_dir(project, target.name)
+    artifacts = {"workloads": adir / "workloads.md", "profile": adir / "profile.md"}
     ctx = Context(worktree=wt, target=wt_target, number=number, history=history, config=project.config,
                   plan=plan.text if plan else None, plan_id=plan.commit if plan else None,
                   artifacts=artifacts, say=say)
