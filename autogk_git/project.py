@@ -16,6 +16,19 @@ KERNELS_DIR = "kernels"
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
 
 
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a bad line is an error naming it."""
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((i, json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+    return out
+
+
 def find_root(start: Path | None = None) -> Path:
     """The top of the worktree that holds `.autogk.toml`."""
     start = (start or Path.cwd()).resolve()
@@ -59,13 +72,7 @@ class Target:
             raise TargetError(f"target {self.name}: {path} is missing",
                               "add FlashInfer-Bench workload lines (one JSON object per line)")
         out = []
-        for i, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+        for i, obj in read_jsonl(path):
             wl = obj.get("workload", obj)
             if "axes" not in wl or "uuid" not in wl:
                 raise TargetError(f"{path}:{i}: a workload needs 'uuid' and 'axes'",
