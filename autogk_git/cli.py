@@ -21,6 +21,7 @@ COMMANDS = {
     "hooks": "autogk_git.commands.hooks:hooks",
     "doctor": "autogk_git.commands.doctor:doctor",
     "sync": "autogk_git.commands.sync:sync",
+    "research": "autogk_git.commands.research:research",
 }
 
 

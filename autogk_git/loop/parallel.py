@@ -265,8 +265,12 @@ def finish(project: Project, target: str, run: Running, result: dict[str, Any], 
 
 
 def run_parallel(project: Project, target: Target, agent, k: int, limit: int, max_time_s: float,
-                 say: ex.Say, report) -> None:
-    """Keep k experiments in flight until the limit, the time or the agent's ideas run out."""
+                 say: ex.Say, report, budget_usd: float = 0.0) -> None:
+    """Keep k experiments in flight until the limit, the time, the budget or the agent's ideas run out.
+
+    Research triggers and plans are the serial loop's: this loop runs the agent without them."""
+    from autogk_git.agents.pricing import add_usage
+    from autogk_git.errors import AgentError
     slots = make_slots(project, k, say)
     free = list(slots)
     running: dict[Future, Running] = {}
@@ -285,10 +289,22 @@ def run_parallel(project: Project, target: Target, agent, k: int, limit: int, ma
                 if max_time_s and time.monotonic() - t0 >= max_time_s:
                     stop = f"time limit of {max_time_s:.0f} s reached"
                     break
+                if budget_usd and report.cost_usd >= budget_usd:
+                    stop = f"budget of ${budget_usd:.2f} spent (${report.cost_usd:.4f})"
+                    break
                 slot = free.pop(0)
                 in_flight = [{"experiment": r.number, "hypothesis": r.hypothesis, "tunables": r.tunables}
                              for r in running.values()]
-                run = open_experiment(project, target, agent, in_flight, slot, say)
+                try:
+                    run = open_experiment(project, target, agent, in_flight, slot, say)
+                except AgentError as e:  # finish what is in flight, then stop
+                    add_usage(report.usage, getattr(e, "usage", {}) or {})
+                    free.insert(0, slot)
+                    stop = f"the {agent.name} agent stopped: {e.message}"
+                    report.failed = True
+                    break
+                if run is not None:
+                    add_usage(report.usage, run.usage or {})
                 if run is None:
                     free.insert(0, slot)
                     if not running:
