@@ -21,6 +21,12 @@ COMMANDS = {
     "hooks": "autogk_git.commands.hooks:hooks",
     "doctor": "autogk_git.commands.doctor:doctor",
     "sync": "autogk_git.commands.sync:sync",
+    "best": "autogk_git.commands.best:best",
+    "bisect": "autogk_git.commands.bisect:bisect",
+    "pick": "autogk_git.commands.pick:pick",
+    "pack": "autogk_git.commands.pack:pack",
+    "ui": "autogk_git.commands.ui:ui",
+    "report": "autogk_git.commands.report:report",
 }
 
 
@@ -47,11 +53,16 @@ HELP = {
     "init": "Make a repo an autogk project and add a kernel target.",
     "iterate": "Run the optimization loop: propose, commit, benchmark, keep or revert.",
     "bench": "Benchmark a kernel (the trunk's by default) without an experiment.",
-    "log": "One line per experiment: number, verdict, hypothesis, figures.",
+    "log": "One line per experiment: number, verdict, hypothesis, figures (filters, --json).",
     "show": "One experiment: plan, diff and per-workload table.",
     "hooks": "Install or remove autogk's git hooks.",
     "doctor": "Check the installation, the project and the backends.",
-    "sync": "Log result notes that MLflow does not have yet.",
+    "sync": "Fetch the shared notes and log result notes that MLflow does not have yet.",
+    "bisect": "Find the trunk commit that made a workload slower or broke correctness.",
+    "pick": "Cherry-pick an experiment (kept or archived) onto another branch and benchmark it there.",
+    "pack": "Write a FlashInfer-Bench Solution JSON of a kernel (the best kept one by default).",
+    "ui": "Open the MLflow UI on the project's runs (127.0.0.1; prints the URL).",
+    "report": "A PNG and an HTML page of the run's figures, also logged to MLflow.",
     "research": "Write a research plan for the next experiment.",
     "best": "The best kept kernel per target.",
 }
