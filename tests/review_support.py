@@ -37,6 +37,8 @@ def iterated_template(template_project: Path, tmp_path_factory, n: int = 3) -> P
 def copy_project(src: Path, dst: Path) -> Path:
     """A copy without the MLflow store: its runs point at the source's artifact folder."""
     shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("mlruns"))
+    if (src.parent / "iterate.json").exists():
+        shutil.copyfile(src.parent / "iterate.json", dst.parent / "iterate.json")
     subprocess.run([str(BIN / "autogk"), "hooks", "install"], cwd=dst, check=True, capture_output=True)
     return dst
 

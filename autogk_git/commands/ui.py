@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.parse
 import urllib.request
 
 import click
@@ -47,20 +46,26 @@ def wait_up(base: str, proc: subprocess.Popen, timeout_s: float) -> None:
                       "try again with a longer --timeout, or check that the store is readable")
 
 
+def _post(base: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(f"{base}/api/2.0/mlflow/{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+
+
 def experiment_url(base: str, target: str | None) -> str:
-    """The runs page of the target's experiment (the first autogk one when no target is given)."""
+    """The runs page of the target's experiment (the first autogk one when no target is given), opened
+    on autogk's view: commit, verdict and figures as columns (stores made before it get it here)."""
+    from autogk_git.tracking.mlflow_store import VIEW_KEY, VIEW_TAG, view_state
     try:
-        if target:
-            q = urllib.parse.urlencode({"experiment_name": f"autogk/{target}"})
-            with urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/get-by-name?{q}", timeout=5) as r:
-                return f"{base}/#/experiments/{json.load(r)['experiment']['experiment_id']}"
-        body = json.dumps({"max_results": 100, "filter": "name LIKE 'autogk/%'"}).encode()
-        req = urllib.request.Request(f"{base}/api/2.0/mlflow/experiments/search", data=body,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=5) as r:
-            exps = sorted(json.load(r).get("experiments", []), key=lambda e: e["name"])
-        if exps:
-            return f"{base}/#/experiments/{exps[0]['experiment_id']}"
+        exps = sorted(_post(base, "experiments/search", {"max_results": 1000, "filter": "name LIKE 'autogk/%'"})
+                      .get("experiments", []), key=lambda e: e["name"])
+        for e in exps:
+            _post(base, "experiments/set-experiment-tag",
+                  {"experiment_id": e["experiment_id"], "key": VIEW_TAG, "value": view_state()})
+        chosen = [e for e in exps if e["name"] == f"autogk/{target}"] if target else exps
+        if chosen:
+            return f"{base}/#/experiments/{chosen[0]['experiment_id']}/runs?viewStateShareKey={VIEW_KEY}"
     except (OSError, KeyError, ValueError):
         pass
     return base + "/"

@@ -27,6 +27,19 @@ def _client(project):
     return MlflowClient(tracking_uri=uri)
 
 
+# The runs view a person opens (`autogk ui`): MLflow's shared view state, stored as an experiment tag
+# and selected by `?viewStateShareKey=autogk` in the URL, shows commit, verdict and figures as columns.
+VIEW_KEY = "autogk"
+VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
+VIEW_COLUMNS = ["tags.`autogk.verdict`", "tags.`autogk.commit_short`", "tags.`autogk.figures`",
+                "metrics.`geomean_latency_us`", "metrics.`ratio_vs_parent`", "metrics.`workloads_passed`",
+                "metrics.`workloads_checked`"]
+
+
+def view_state() -> str:
+    return json.dumps({"selectedColumns": VIEW_COLUMNS, "orderByKey": "attributes.start_time", "orderByAsc": False})
+
+
 def experiment_name(target: str) -> str:
     return f"autogk/{target}"
 
@@ -39,7 +52,8 @@ def _experiment_id(client, project, target: str) -> str:
     art = project.artifact_root() / target
     art.mkdir(parents=True, exist_ok=True)
     return client.create_experiment(name, artifact_location=art.as_uri(),
-                                    tags={"autogk.target": target, "autogk.trunk": project.trunk})
+                                    tags={"autogk.target": target, "autogk.trunk": project.trunk,
+                                          VIEW_TAG: view_state()})
 
 
 def _find_run(client, exp_id: str, commit: str):
