@@ -6,9 +6,11 @@ the figure helpers read latencies and ratios out of a result note whether or not
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,14 @@ class Row:
     timed: bool = False
     latency_us: float | None = None     # geometric mean of the candidate's latencies, when timed
     ratio: float | None = None          # candidate/parent geomean latency ratio, when timed
+    workload_latency: dict[str, float] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: its deep copies cost seconds at 10,000 rows.
+        return {f: getattr(self, f) for f in ROW_FIELDS}
+
+
+ROW_FIELDS = [f.name for f in fields(Row) if f.name != "workload_latency"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -85,8 +92,85 @@ def ratio_vs_parent(result: dict[str, Any]) -> float | None:
 # Every experiment
 # ------------------------------------------------------------------------------------------------
 
+CACHE_VERSION = 1
+
+
+def summarize(res: dict[str, Any]) -> dict[str, Any]:
+    """The part of a result note that listing needs (what the summary cache holds per note blob)."""
+    v = res.get("verdict") or {}
+    lat = latencies(res)
+    return {"decision": v.get("decision", "pending"), "hypothesis": res.get("hypothesis") or "",
+            "figures": v.get("figures", ""), "reason": v.get("reason", ""), "agent": res.get("agent", ""),
+            "backend": res.get("backend", ""), "created": res.get("created") or "", "parent": res.get("parent") or "",
+            "timed": bool(res.get("timing")), "latency_us": geomean(list(lat.values())),
+            "ratio": ratio_vs_parent(res), "lat": lat}
+
+
+def _cache_path(root) -> Path:
+    common = Path(git("rev-parse", "--git-common-dir", cwd=root).strip())
+    return (common if common.is_absolute() else Path(root) / common) / "autogk" / "history-cache.json"
+
+
+def _load_cache(root) -> tuple[Path, dict[str, Any]]:
+    path = _cache_path(root)
+    try:
+        cache = json.loads(path.read_text())
+        if cache.get("version") != CACHE_VERSION:
+            cache = {}
+    except (OSError, ValueError):
+        cache = {}
+    cache.setdefault("notes", {})
+    return path, cache
+
+
+def _save_cache(path: Path, cache: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**cache, "version": CACHE_VERSION}, separators=(",", ":")))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only repository: list without caching
+
+
+def notes_index(root) -> dict[str, dict[str, Any]]:
+    """{annotated commit: summary of its result note}, reading only what the cache does not hold.
+
+    The cache (in the git directory) maps note blob shas to summaries: blobs are content-addressed,
+    so an entry never goes stale. The commit -> blob map is reused while the notes ref has not moved.
+    """
+    path, cache = _load_cache(root)
+    tip = repo.rev(root, refs.NOTES_RESULTS)
+    if tip is None:
+        return {}
+    dirty = False
+    if cache.get("notes_tip") == tip and isinstance(cache.get("map"), dict):
+        nmap = cache["map"]
+    else:
+        nmap = repo.notes_map(root, refs.NOTES_RESULTS)
+        cache.update(notes_tip=tip, map=nmap)
+        dirty = True
+    known = cache["notes"]
+    need = [b for b in set(nmap.values()) if b not in known]
+    if need:
+        for b, data in repo.cat_blobs(root, need).items():
+            res = notes.parse_result(data.decode(errors="replace"))
+            known[b] = summarize(res) if res else None
+        dirty = True
+    if dirty:
+        live = set(nmap.values())
+        cache["notes"] = {b: v for b, v in known.items() if b in live}  # forget notes rewritten since
+        _save_cache(path, cache)
+    return {c: known[b] for c, b in nmap.items() if known.get(b)}
+
+
 def rows(root, target: str | None = None, with_results: bool = False) -> list[Row] | tuple[list[Row], dict]:
-    """Every experiment (of one target, or all), ordered by target and number."""
+    """Every experiment (of one target, or all), ordered by target and number.
+
+    Git processes: for-each-ref and two rev-parse; notes list when the notes moved, cat-file for notes
+    not cached yet, log for commits without a note: a handful whatever the number of experiments.
+    with_results also returns {commit: full result note} (reads every note: for reports).
+    """
     found: dict[tuple[str, int], dict[str, str]] = {}
     for name, sha in repo.for_each_ref(root, refs.BRANCH_PREFIX, refs.KEPT_PREFIX, refs.ARCHIVE_PREFIX):
         parsed = refs.ExperimentRef.parse(name)
@@ -97,24 +181,24 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
         if kind != "branch":
             rec.update(state="kept" if kind == "kept" else "archived", commit=sha)
     shas = [r["commit"] for r in found.values()]
-    texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
-    results = {c: notes.parse_result(t) for c, t in texts.items()}
-    missing = [s for s in shas if not results.get(s)]
+    summ = notes_index(root)
+    missing = [s for s in shas if s not in summ]
     info = repo.commit_info(root, missing)
     out = []
     for (t, n), rec in sorted(found.items()):
-        res = results.get(rec["commit"]) or {}
-        v = res.get("verdict") or {}
-        lat = latencies(res) if res else {}
-        ci = info.get(rec["commit"], {})
-        out.append(Row(t, n, rec["state"], rec["commit"], v.get("decision", "pending"),
-                       res.get("hypothesis") or ci.get("subject", ""), v.get("figures", ""),
-                       v.get("reason", ""), res.get("agent", ""), res.get("backend", ""),
-                       res.get("created") or ci.get("date", ""), res.get("parent") or "",
-                       bool(res.get("timing")), geomean(list(lat.values())),
-                       ratio_vs_parent(res) if res else None))
+        c = rec["commit"]
+        sm = summ.get(c)
+        if sm is None:
+            ci = info.get(c, {})
+            sm = {"decision": "pending", "hypothesis": ci.get("subject", ""), "created": ci.get("date", "")}
+        out.append(Row(t, n, rec["state"], c, sm.get("decision", "pending"), sm.get("hypothesis", ""),
+                       sm.get("figures", ""), sm.get("reason", ""), sm.get("agent", ""), sm.get("backend", ""),
+                       sm.get("created", ""), sm.get("parent", ""), bool(sm.get("timed")), sm.get("latency_us"),
+                       sm.get("ratio"), sm.get("lat") or {}))
     if with_results:
-        return out, results
+        texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
+        results = {c: notes.parse_result(t) for c, t in texts.items()}
+        return out, {c: r for c, r in results.items() if r}
     return out
 
 
@@ -208,7 +292,7 @@ class Best:
 
 def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
     """The best kept kernel of each target (see `Best.basis` for what "best" meant)."""
-    items, results = rows(root, target, with_results=True)
+    items = rows(root, target)
     merged = trunk_merges(root, trunk)
     by_target: dict[str, list[Row]] = {}
     for r in items:
@@ -219,9 +303,9 @@ def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
         if not on_trunk:
             out.append(Best(t, f"nothing kept on '{trunk}' yet: the trunk's kernel is the starting one", None, None))
             continue
-        timed = [r for r in on_trunk if r.timed and latencies(results.get(r.commit) or {})]
+        timed = [r for r in on_trunk if r.timed and r.workload_latency]
         if timed:
-            lats = {r.commit: latencies(results[r.commit]) for r in timed}
+            lats = {r.commit: r.workload_latency for r in timed}
             common = set.intersection(*(set(v) for v in lats.values()))
             if common:
                 score = {c: geomean([v[u] for u in common]) for c, v in lats.items()}

@@ -34,7 +34,7 @@ def best(target, as_json) -> int:
             click.echo(f"  geomean latency: {r.latency_us:.3f} us" +
                        (f"; {b.speedup_vs_start:.3f}x faster than the trunk's start" if b.speedup_vs_start else ""))
             for uuid, lat in sorted(b.workloads.items()):
-                click.echo(f"    {uuid[:8]}  {lat:10.3f} us")
+                click.echo(f"    {uuid}  {lat:10.3f} us")
         click.echo(f"  best means: {b.basis}")
         click.echo(f"  see it: autogk show {r.number} --target {b.target}   pack it: autogk pack {b.trunk_commit[:10]}")
     return 0
