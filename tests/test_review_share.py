@@ -40,7 +40,8 @@ def test_push_clone_sync_round_trip(iterated, tmp_path):
     git(tmp_path, "init", "-q", "--bare", str(hub))
     git(iterated, "remote", "add", "hub", str(hub))
     # The refspecs `autogk init` sets for existing remotes; sync sets them for a remote added later.
-    out = json.loads(autogk(iterated, "sync", "--remote", "hub", "--json").stdout)
+    fetch_only = {"AUTOGK_TRACKING_ENABLED": "false"}
+    out = json.loads(autogk(iterated, "sync", "--remote", "hub", "--json", env=fetch_only).stdout)
     assert out["fetched_from"] == ["hub"]
     assert "refs/notes/autogk/*:refs/notes/autogk/*" in git(iterated, "config", "--get-all", "remote.hub.push")
     git(iterated, "push", "-q", "hub")   # plain git push: the branch, the notes and the experiment refs
@@ -62,7 +63,7 @@ def test_push_clone_sync_round_trip(iterated, tmp_path):
     archived = next(r for r in rows if r["state"] == "archived")
     git(iterated, "notes", "--ref", "autogk/plans", "add", "-f", "-m", "a later thought", archived["commit"])
     git(iterated, "push", "-q", "hub")
-    autogk(clone, "sync")
+    autogk(clone, "sync", env=fetch_only)
     assert git(clone, "notes", "--ref", "autogk/plans", "show", archived["commit"]).strip() == "a later thought"
 
 

@@ -49,6 +49,10 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
     t0 = time.monotonic()
     fetched = fetch_shared(project, say, remote) if fetch else []
     t_fetch = time.monotonic() - t0
+    if not project.config.tracking.enabled:
+        say("tracking is off ([tracking] enabled = false): fetched only, nothing logged to MLflow")
+        return {"notes": 0, "logged": 0, "already_logged": 0, "fetched_from": fetched,
+                "fetch_s": round(t_fetch, 3), "total_s": round(time.monotonic() - t0, 3)}
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
     results = [r for r in (parse_result(t) for t in texts.values()) if r and "target" in r and "commit" in r]
     by_target: dict[str, list] = {}
