@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -56,3 +54,17 @@ def test_best_picks_the_lowest_latency_when_notes_are_timed(tmp_path):
     assert "lowest geometric-mean latency" in best["basis"]
     assert best["experiment"]["latency_us"] == pytest.approx(min(r["latency_us"] for r in rows))
     assert len(best["workloads_latency_us"]) == 3
+
+
+def test_init_configures_the_remote_to_carry_notes_and_experiment_refs(tmp_path):
+    from conftest import DATA
+    root = tmp_path / "proj"
+    git(tmp_path, "init", "-q", str(root))
+    git(root, "remote", "add", "origin", str(tmp_path / "elsewhere.git"))
+    autogk(root, "init", "--definition", str(DATA / "scale" / "definition.json"),
+           "--workloads", str(DATA / "scale" / "workloads.jsonl"), "--no-check")
+    fetch = git(root, "config", "--get-all", "remote.origin.fetch").split()
+    push = git(root, "config", "--get-all", "remote.origin.push").split()
+    assert "+refs/notes/autogk/*:refs/notes/remotes/origin/autogk/*" in fetch
+    assert "refs/autogk/*:refs/autogk/*" in fetch and "+refs/heads/*:refs/remotes/origin/*" in fetch  # kept
+    assert push[0] == "HEAD" and "refs/notes/autogk/*:refs/notes/autogk/*" in push
