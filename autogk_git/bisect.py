@@ -85,9 +85,9 @@ def _add(m: Measure, result: dict[str, Any], label: str, source: str) -> None:
 
 def known(root: Path, target: str, extra_commits: list[str]) -> dict[str, Measure]:
     """{target tree: Measure} from every result note and bisect note (a few git processes)."""
-    results = {c: notes.parse_result(t) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()}
+    results = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()}
     results = {c: r for c, r in results.items() if r and r.get("target") == target}
-    marks = {c: notes.parse_result(t) for c, t in repo.read_notes(root, NOTES_BISECT).items()}
+    marks = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, NOTES_BISECT).items()}
     marks = {c: r for c, r in marks.items() if r and r.get("target") == target}
     parents = {c: r["parent"] for c, r in results.items() if r.get("parent")}
     path = f"kernels/{target}"

@@ -92,7 +92,7 @@ def ratio_vs_parent(result: dict[str, Any]) -> float | None:
 # Every experiment
 # ------------------------------------------------------------------------------------------------
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def summarize(res: dict[str, Any]) -> dict[str, Any]:
@@ -151,17 +151,20 @@ def notes_index(root) -> dict[str, dict[str, Any]]:
         cache.update(notes_tip=tip, map=nmap)
         dirty = True
     known = cache["notes"]
-    need = [b for b in set(nmap.values()) if b not in known]
+    # Keyed by blob and commit: a note copied onto another commit (amend, rebase) holds a result
+    # measured elsewhere, and notes.parse_result counts only the one measured on that commit.
+    need = {f"{b}:{c}": (b, c) for c, b in nmap.items() if f"{b}:{c}" not in known}
     if need:
-        for b, data in repo.cat_blobs(root, need).items():
-            res = notes.parse_result(data.decode(errors="replace"))
-            known[b] = summarize(res) if res else None
+        blobs = repo.cat_blobs(root, sorted({b for b, _ in need.values()}))
+        for key, (b, c) in need.items():
+            res = notes.parse_result(blobs[b].decode(errors="replace"), c) if b in blobs else None
+            known[key] = summarize(res) if res else None
         dirty = True
     if dirty:
-        live = set(nmap.values())
-        cache["notes"] = {b: v for b, v in known.items() if b in live}  # forget notes rewritten since
+        live = {f"{b}:{c}" for c, b in nmap.items()}
+        cache["notes"] = {k: v for k, v in known.items() if k in live}  # forget notes rewritten since
         _save_cache(path, cache)
-    return {c: known[b] for c, b in nmap.items() if known.get(b)}
+    return {c: known[f"{b}:{c}"] for c, b in nmap.items() if known.get(f"{b}:{c}")}
 
 
 def rows(root, target: str | None = None, with_results: bool = False) -> list[Row] | tuple[list[Row], dict]:
@@ -197,7 +200,7 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
                        sm.get("ratio"), sm.get("lat") or {}))
     if with_results:
         texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
-        results = {c: notes.parse_result(t) for c, t in texts.items()}
+        results = {c: notes.parse_result(t, c) for c, t in texts.items()}
         return out, {c: r for c, r in results.items() if r}
     return out
 

@@ -9,11 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git import config as config_mod
-from autogk_git.errors import NotAProject, TargetError
+from autogk_git.errors import InputDataNeeded, NotAProject, TargetError
 from autogk_git.git.run import git
 
 KERNELS_DIR = "kernels"
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a bad line is an error naming it."""
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((i, json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+    return out
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -59,13 +72,7 @@ class Target:
             raise TargetError(f"target {self.name}: {path} is missing",
                               "add FlashInfer-Bench workload lines (one JSON object per line)")
         out = []
-        for i, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+        for i, obj in read_jsonl(path):
             wl = obj.get("workload", obj)
             if "axes" not in wl or "uuid" not in wl:
                 raise TargetError(f"{path}:{i}: a workload needs 'uuid' and 'axes'",
@@ -134,6 +141,23 @@ def check_definition(data: Any, where: str) -> None:
                                       f"declare '{dim}' under axes")
     if "def run(" not in data["reference"]:
         raise TargetError(f"{where}: the reference defines no run()", "the reference must define run(...)")
+
+
+def input_data_message(target: Target, need: list[str]) -> str:
+    return (f"inputs {', '.join(need)} of target {target.name} are integer tensors (indices, lengths, page "
+            "tables): random data cannot stand for them, so autogk cannot check this target until you "
+            "provide them:\n"
+            f"  - a generator: {target.rel}/inputs.py defining generate(axes, definition, seed, device) that "
+            f"returns a dict with valid tensors for {', '.join(need)}, or\n"
+            "  - workloads whose inputs for them are safetensors blobs: "
+            "autogk init --definition FILE --workloads WORKLOADS.jsonl")
+
+
+def require_input_data(target: Target) -> None:
+    """Raise InputDataNeeded, saying what to provide, when random data cannot stand for some inputs."""
+    need = target.inputs_needing_data()
+    if need:
+        raise InputDataNeeded(input_data_message(target, need), f"then check it with: autogk bench --target {target.name}")
 
 
 class Project:

@@ -74,5 +74,8 @@ def project(template_project, tmp_path):
 
 
 def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
-    text = git(root, "notes", "--ref", ref, "show", sha)
-    return json.loads(text[text.index("{"):])
+    """The result measured on sha itself (a note may also carry a copied, stale one)."""
+    from autogk_git.notes import parse_result
+    res = parse_result(git(root, "notes", "--ref", ref, "show", sha), sha)
+    assert res is not None, f"no result for {sha} in its note"
+    return res

@@ -54,10 +54,14 @@ def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
         f"c = MlflowClient(tracking_uri='sqlite:///{project}/mlruns/mlflow.db')\n"
         "e = c.get_experiment_by_name('autogk/scale')\n"
         "runs = c.search_runs([e.experiment_id])\n"
-        "print(json.dumps({int(r.data.tags['autogk.number']): r.data.tags['autogk.verdict'] for r in runs}))\n")
-    seen = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                     check=True).stdout.strip().splitlines()[-1])
+        "arts = sorted(a.path for a in c.list_artifacts(runs[0].info.run_id))\n"
+        "print(json.dumps([{int(r.data.tags['autogk.number']): r.data.tags['autogk.verdict'] for r in runs},\n"
+        "                  arts, sorted(k for k in runs[0].data.metrics if k.startswith('quick.'))]))\n")
+    seen, arts, metrics = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                    check=True).stdout.strip().splitlines()[-1])
     assert {int(k): v for k, v in seen.items()} == {e["number"]: e["decision"] for e in exps}
+    assert {"diff.patch", "kernel.py", "result.json", "plan.md"} <= set(arts)
+    assert any(m.endswith(".max_abs_err") for m in metrics)  # per-workload metrics
 
 
 def test_show_prints_plan_diff_and_workloads(project):
@@ -68,3 +72,20 @@ def test_show_prints_plan_diff_and_workloads(project):
     assert "-BLOCK = 64" in out and "+BLOCK = 128" in out
     assert "PASSED" in out
     assert "no latency measured" in out
+
+
+def test_mlflow_down_keeps_the_note_and_sync_catches_up(project):
+    out = autogk(project, "iterate", "-n", "1", env={"AUTOGK_TRACKING_URI": "bogus-scheme://nowhere"})
+    assert "MLflow logging failed" in out.stdout and "autogk sync" in out.stdout
+    sha = git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip()
+    assert notes_json(project, sha)["verdict"]["decision"] == "keep"
+    synced = json.loads(autogk(project, "sync", "--json").stdout.strip().splitlines()[-1])
+    assert synced == {"notes": 1, "logged": 1, "already_logged": 0}
+    again = json.loads(autogk(project, "sync", "--json").stdout.strip().splitlines()[-1])
+    assert again == {"notes": 1, "logged": 0, "already_logged": 1}
+
+
+def test_the_loop_benchmarks_its_own_commits_once(project):
+    # In background mode a hook run would leave a log; the loop's commits must not trigger one.
+    autogk(project, "iterate", "-n", "1", env={"AUTOGK_BENCH_HOOK_MODE": "background"})
+    assert not (project / ".git" / "autogk" / "logs").exists()

@@ -17,6 +17,8 @@ def check_kernel(project: Project, target: Target, rev: str, say, backend_name: 
     from autogk_git.bench.stages import benchmark
     from autogk_git.loop.verdict import first_failure
 
+    from autogk_git.project import require_input_data
+    require_input_data(target)
     sha = repo.rev(project.root, rev)
     if not sha:
         raise AutogkError(f"'{rev}' is not a commit", "pass a branch, tag or sha")

@@ -16,7 +16,7 @@ from autogk_git.errors import AutogkError, TargetError
 from autogk_git.git import hooks as hooks_mod
 from autogk_git.git import repo
 from autogk_git.git.run import git
-from autogk_git.project import KERNELS_DIR, Project, Target, check_definition
+from autogk_git.project import KERNELS_DIR, Project, Target, check_definition, read_jsonl
 
 DEFAULT_VAR_VALUES = (1, 16, 128)
 
@@ -81,13 +81,7 @@ def default_workloads(definition: dict[str, Any]) -> list[dict[str, Any]]:
 def read_workloads(path: Path, name: str) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
     """Workload lines (for this definition) and the safetensors blobs they reference."""
     lines, blobs = [], []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+    for i, obj in read_jsonl(path):
         if obj.get("definition") not in (None, name):
             continue
         wl = obj.get("workload", obj)
@@ -201,13 +195,8 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     need = target.inputs_needing_data()
     info: dict[str, Any] = {"root": str(top), "target": tname, "commit": sha, "files": written, "needs_data": need}
     if need:
-        say(f"NOTE: inputs {', '.join(need)} of {tname} are integer tensors (indices, lengths, page tables); "
-            "random data cannot stand for them, so autogk cannot check this target until you provide them:\n"
-            f"  - a generator: {tdir / 'inputs.py'} defining generate(axes, definition, seed, device) that returns "
-            f"a dict with tensors for {', '.join(need)} (valid indices for the workload's axes), or\n"
-            f"  - workloads whose inputs for them are safetensors blobs: autogk init --definition FILE "
-            "--workloads WORKLOADS.jsonl\n"
-            f"  then check with: autogk bench --target {tname}")
+        from autogk_git.project import input_data_message
+        say("NOTE: " + input_data_message(target, need) + f"\n  then check it with: autogk bench --target {tname}")
         return info
     if check:
         from autogk_git.commands.bench import check_kernel

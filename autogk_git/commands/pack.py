@@ -51,16 +51,16 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
     definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
                             or json.dumps(target.definition))
     who = author or git("config", "user.name", cwd=project.root, check=False).strip() or "autogk"
-    result = None
     from autogk_git.notes import parse_result
     note = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
-    if note is None:  # a trunk merge: the figures are on the kept experiment it merged
+    result = parse_result(note, sha) if note else None
+    if result is None:  # a trunk merge: the figures are on the kept experiment it merged
         parents = repo.commit_info(project.root, [sha])[sha]["parents"].split()
         for p in parents[1:]:
             note = repo.read_note(project.root, refs.NOTES_RESULTS, p)
-            if note:
+            result = parse_result(note, p) if note else None
+            if result:
                 break
-    result = parse_result(note) if note else None
     desc = f"autogk: {target.name} at {sha[:10]}"
     if result:
         v = result.get("verdict") or {}

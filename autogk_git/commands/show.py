@@ -33,7 +33,7 @@ def show(number, target, as_json) -> int:
     row = history.find(root, number, target)
     note = repo.read_note(root, refs.NOTES_RESULTS, row.commit)
     from autogk_git.notes import parse_result
-    result = parse_result(note) if note else None
+    result = parse_result(note, row.commit) if note else None
     if as_json:
         click.echo(json.dumps({"row": row.as_dict(), "result": result}, indent=1, sort_keys=True))
         return 0

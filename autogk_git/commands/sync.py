@@ -54,7 +54,7 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
         return {"notes": 0, "logged": 0, "already_logged": 0, "fetched_from": fetched,
                 "fetch_s": round(t_fetch, 3), "total_s": round(time.monotonic() - t0, 3)}
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
-    results = [r for r in (parse_result(t) for t in texts.values()) if r and "target" in r and "commit" in r]
+    results = [r for r in (parse_result(t, c) for c, t in texts.items()) if r and "target" in r and "commit" in r]
     by_target: dict[str, list] = {}
     for r in results:
         by_target.setdefault(r["target"], []).append(r)

@@ -221,7 +221,7 @@ def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str |
 
 def load_result(project: Project, sha: str) -> dict[str, Any] | None:
     text = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
-    return notes.parse_result(text) if text else None
+    return notes.parse_result(text, sha) if text else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -322,7 +322,7 @@ def history(project: Project, target: str) -> list[dict[str, Any]]:
     out = []
     for n in sorted(exps):
         e = exps[n]
-        res = notes.parse_result(texts.get(e.sha, "")) if e.sha else None
+        res = notes.parse_result(texts.get(e.sha, ""), e.sha) if e.sha else None
         if res:
             out.append(res)
     return out

@@ -12,7 +12,7 @@ from autogk_git.errors import AutogkError
 from autogk_git.git import repo
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.lock import RepoLock
-from autogk_git.project import Project, Target
+from autogk_git.project import Project, Target, require_input_data
 
 
 @dataclass
@@ -109,6 +109,7 @@ def run_one(project: Project, target: Target, agent, say: ex.Say) -> dict[str, A
 def iterate(project: Project, target_name: str | None, n: int, agent_kind: str | None,
             say: ex.Say, max_time_s: float = 0.0) -> LoopReport:
     target = project.target(target_name)
+    require_input_data(target)
     cfg = project.config
     kind = resolve_kind(agent_kind or cfg.agent.kind)
     agent = get_agent(kind, cfg)

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+
+from autogk_git import config
+from autogk_git.errors import ConfigError
+
+
+def test_defaults_fill_every_key():
+    cfg = config.parse({}, environ={})
+    assert cfg.project.trunk == "main"
+    assert cfg.bench.backend == "auto"
+    assert cfg.agent.editable == ["kernel.py"]
+
+
+def test_unknown_key_names_the_key_and_the_known_ones():
+    with pytest.raises(ConfigError) as e:
+        config.parse({"bench": {"rep": 5}}, environ={})
+    assert "unknown key 'rep' in [bench]" in str(e.value)
+    assert "reps" in e.value.hint
+
+
+def test_unknown_section():
+    with pytest.raises(ConfigError, match=r"unknown section \[benchmark\]"):
+        config.parse({"benchmark": {}}, environ={})
+
+
+@pytest.mark.parametrize("section,key,value,fragment", [
+    ("bench", "reps", "many", "must be int"),
+    ("bench", "reps", 0, "must be > 0"),
+    ("bench", "backend", "cuda", "is not one of"),
+    ("bench", "min_effect", 1.5, "must be in [0, 1)"),
+    ("agent", "editable", [1], "list of strings"),
+])
+def test_bad_values_say_what_is_wrong_and_the_fix(section, key, value, fragment):
+    with pytest.raises(ConfigError) as e:
+        config.parse({section: {key: value}}, environ={})
+    assert fragment in str(e.value) and f"[{section}] {key}" in str(e.value)
+    assert e.value.hint
+
+
+def test_environment_overrides_file_and_is_validated():
+    cfg = config.parse({"bench": {"reps": 10}}, environ={"AUTOGK_BENCH_REPS": "42"})
+    assert cfg.bench.reps == 42
+    with pytest.raises(ConfigError, match="AUTOGK_BENCH_BACKEND"):
+        config.parse({}, environ={"AUTOGK_BENCH_BACKEND": "gpu"})
+
+
+def test_rendered_default_config_round_trips(tmp_path, monkeypatch):
+    monkeypatch.delenv("AUTOGK_BENCH_HOOK_MODE")
+    (tmp_path / ".autogk.toml").write_text(config.render_default("trunk-x", ""))
+    cfg = config.load(tmp_path)
+    assert cfg.project.trunk == "trunk-x"
+    assert cfg.as_dict()["bench"] == config.parse({}, environ={}).as_dict()["bench"]
+
+
+def test_bad_toml_is_a_config_error(tmp_path):
+    (tmp_path / ".autogk.toml").write_text("[bench\nreps = 3")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config.load(tmp_path)

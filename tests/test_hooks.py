@@ -1,0 +1,63 @@
+"""Hooks: chained with a user's own, guard experiment branches, benchmark hand-made experiments."""
+from __future__ import annotations
+
+import stat
+import subprocess
+
+from conftest import autogk, git, notes_json
+
+
+def test_install_chains_an_existing_hook_and_uninstall_restores_it(project):
+    hooks = project / ".git" / "hooks"
+    autogk(project, "hooks", "uninstall")
+    mine = hooks / "post-commit"
+    mine.write_text("#!/bin/sh\necho user-hook-ran >> \"$(git rev-parse --git-dir)/user-hook.log\"\n")
+    mine.chmod(mine.stat().st_mode | stat.S_IXUSR)
+    out = autogk(project, "hooks", "install").stdout
+    assert "now runs first" in out
+    (project / "a.txt").write_text("a")
+    git(project, "add", "a.txt")
+    git(project, "commit", "-qm", "a")
+    assert (project / ".git" / "user-hook.log").read_text() == "user-hook-ran\n"
+    autogk(project, "hooks", "uninstall")
+    assert mine.read_text().startswith("#!/bin/sh\necho user-hook-ran")
+    assert not (hooks / "post-commit.autogk-chained").exists()
+
+
+def test_pre_commit_refuses_files_outside_the_editable_ones(project):
+    git(project, "checkout", "-qb", "autogk/scale/0001-by-hand")
+    (project / "README.txt").write_text("not a kernel\n")
+    git(project, "add", "README.txt")
+    proc = subprocess.run(["git", "commit", "-m", "sneak"], cwd=project, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "README.txt" in proc.stderr and "may change only kernels/scale/" in proc.stderr
+
+
+def test_hand_made_experiment_is_benchmarked_by_the_hook_and_concluded_by_iterate(project):
+    git(project, "checkout", "-qb", "autogk/scale/0001-smaller-block")
+    k = project / "kernels" / "scale" / "kernel.py"
+    k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 32"))
+    git(project, "commit", "-qam", "smaller block")  # foreground hook (set by the test fixture)
+    sha = git(project, "rev-parse", "HEAD").strip()
+    note = notes_json(project, sha)
+    assert note["experiment"] == 1 and note["agent"] == "human"
+    assert note["verdict"]["decision"] == "keep"
+    out = autogk(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert "#0001 kept: merged into main" in out
+    assert git(project, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert "BLOCK = 32" in k.read_text()
+    assert git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip() == sha
+
+
+def test_notes_follow_amend(project):
+    git(project, "checkout", "-qb", "autogk/scale/0001-x")
+    k = project / "kernels" / "scale" / "kernel.py"
+    k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 128"))
+    git(project, "commit", "-qam", "bigger block")
+    old = git(project, "rev-parse", "HEAD").strip()
+    git(project, "notes", "--ref", "autogk/plans", "add", "-m", "the plan", old)
+    git(project, "commit", "-q", "--amend", "-m", "bigger block, reworded")
+    new = git(project, "rev-parse", "HEAD").strip()
+    assert new != old
+    assert git(project, "notes", "--ref", "autogk/plans", "show", new).strip() == "the plan"
+    assert notes_json(project, new)["commit"] == new  # re-benchmarked by the hook after the amend

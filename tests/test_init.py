@@ -1,0 +1,98 @@
+"""`autogk init` on bundled examples and on real FlashInfer-Bench definitions."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import SHARED, autogk, git, notes_json
+
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} (FlashInfer-Bench trace data) is absent")
+
+
+def test_example_in_a_new_directory_commits_config_target_and_hooks(tmp_path):
+    out = autogk(tmp_path, "init", "proj", "--example", "rmsnorm_h4096", "--no-check", "--json")
+    info = json.loads(out.stdout)
+    proj = tmp_path / "proj"
+    assert info["target"] == "rmsnorm_h4096" and info["needs_data"] == []
+    assert git(proj, "status", "--porcelain").strip() == ""
+    tracked = git(proj, "ls-files").split()
+    for f in ("definition.json", "workloads.jsonl", "kernel.py", "program.md"):
+        assert f"kernels/rmsnorm_h4096/{f}" in tracked
+    assert ".autogk.toml" in tracked
+    assert (proj / ".git" / "hooks" / "post-commit").read_text().count("autogk-hook") == 1
+    assert git(proj, "config", "notes.rewriteRef").strip() == "refs/notes/autogk/*"
+
+
+def test_init_in_an_existing_repo_never_clobbers(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "kernels" / "rmsnorm_h4096").mkdir(parents=True)
+    (tmp_path / "kernels" / "rmsnorm_h4096" / "kernel.py").write_text("# mine\n")
+    out = autogk(tmp_path, "init", "--example", "rmsnorm_h4096", "--no-check", check=False)
+    assert out.returncode == 1
+    assert "refusing to overwrite" in out.stderr and "--name" in out.stderr
+    assert (tmp_path / "kernels" / "rmsnorm_h4096" / "kernel.py").read_text() == "# mine\n"
+    # Another name works, and leaves the user's file alone.
+    autogk(tmp_path, "init", "--example", "rmsnorm_h4096", "--name", "norm2", "--no-check")
+    assert (tmp_path / "kernels" / "norm2" / "kernel.py").exists()
+
+
+def test_bad_input_gives_a_clear_error(tmp_path):
+    out = autogk(tmp_path, "init", "--example", "nope", check=False)
+    assert out.returncode == 1 and "bundled examples: rmsnorm_h4096" in out.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "axes": {}, "inputs": {"a": {"shape": ["n"], "dtype": "float32"}}, '
+                   '"outputs": {}, "reference": "def run(a):\\n    return a\\n"}')
+    out = autogk(tmp_path, "init", "--definition", str(bad), check=False)
+    assert out.returncode == 1 and "uses axis 'n', which is not in axes" in out.stderr
+
+
+@needs_shared
+@pytest.mark.parametrize("hidden", [2048, 4096, 7168])
+def test_real_rmsnorm_definitions_init_and_check(tmp_path, hidden):
+    d = SHARED / "definitions" / "rmsnorm" / f"rmsnorm_h{hidden}.json"
+    w = SHARED / "workloads" / "rmsnorm" / f"rmsnorm_h{hidden}.jsonl"
+    out = autogk(tmp_path, "init", "proj", "--definition", str(d), "--workloads", str(w))
+    assert "flashinfer-bench accepts the definition" in out.stdout
+    assert "correct on" in out.stdout and "INCORRECT" not in out.stdout
+    n_lines = len([line for line in w.read_text().splitlines() if line.strip()])
+    assert len((tmp_path / "proj" / "kernels" / f"rmsnorm_h{hidden}" / "workloads.jsonl").read_text().splitlines()) == n_lines
+
+
+@needs_shared
+def test_real_rmsnorm_definition_end_to_end_with_a_hand_made_experiment(tmp_path):
+    d = SHARED / "definitions" / "rmsnorm" / "rmsnorm_h2048.json"
+    w = SHARED / "workloads" / "rmsnorm" / "rmsnorm_h2048.jsonl"
+    autogk(tmp_path, "init", "proj", "--definition", str(d), "--workloads", str(w), "--no-check")
+    proj = tmp_path / "proj"
+    git(proj, "checkout", "-qb", "autogk/rmsnorm_h2048/0001-fp32-weight-first")
+    k = proj / "kernels" / "rmsnorm_h2048" / "kernel.py"
+    k.write_text(k.read_text().replace("y = (x * inv_rms) * weight.to(torch.float32)",
+                                       "y = x * (inv_rms * weight.to(torch.float32))"))
+    git(proj, "commit", "-qam", "scale by weight first")
+    sha = git(proj, "rev-parse", "HEAD").strip()
+    assert notes_json(proj, sha)["correct"] is True
+    out = autogk(proj, "iterate", "-n", "1").stdout
+    assert "#0001 kept" in out
+    # The starting kernel declares no tunables: the tuner says so and stops cleanly.
+    assert "nothing to tune" in out
+
+
+@needs_shared
+@pytest.mark.parametrize("name,needs", [
+    ("dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64", ["sparse_indices"]),
+    # int8 there packs fp8 values with float32 scales: random bytes make NaN scales.
+    ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", ["k_index_cache_fp8", "seq_lens", "block_table"]),
+])
+def test_dsa_definitions_say_which_inputs_need_data(tmp_path, name, needs):
+    d = SHARED / "definitions" / "dsa_paged" / f"{name}.json"
+    out = autogk(tmp_path, "init", "proj", "--definition", str(d), "--json")
+    info = json.loads(out.stdout)
+    assert info["needs_data"] == needs
+    assert "random data cannot stand for them" in out.stderr and "inputs.py" in out.stderr
+    assert "Traceback" not in out.stderr
+    proj = tmp_path / "proj"
+    for cmd in (["bench"], ["iterate", "-n", "1"]):
+        res = autogk(proj, *cmd, check=False)
+        assert res.returncode == 1, res.stdout + res.stderr
+        assert "random data cannot stand for them" in res.stderr and "Traceback" not in res.stderr
