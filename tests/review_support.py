@@ -34,9 +34,10 @@ def iterated_template(template_project: Path, tmp_path_factory, n: int = 3) -> P
     return _BUILT[key]
 
 
-def copy_project(src: Path, dst: Path) -> Path:
-    """A copy without the MLflow store: its runs point at the source's artifact folder."""
-    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("mlruns"))
+def copy_project(src: Path, dst: Path, keep_mlruns: bool = False) -> Path:
+    """A copy, by default without the MLflow store (its runs point at the source's artifact folder;
+    keep it only for tests that just read the store)."""
+    shutil.copytree(src, dst, symlinks=True, ignore=None if keep_mlruns else shutil.ignore_patterns("mlruns"))
     if (src.parent / "iterate.json").exists():
         shutil.copyfile(src.parent / "iterate.json", dst.parent / "iterate.json")
     subprocess.run([str(BIN / "autogk"), "hooks", "install"], cwd=dst, check=True, capture_output=True)

@@ -68,3 +68,16 @@ def test_init_configures_the_remote_to_carry_notes_and_experiment_refs(tmp_path)
     assert "+refs/notes/autogk/*:refs/notes/remotes/origin/autogk/*" in fetch
     assert "refs/autogk/*:refs/autogk/*" in fetch and "+refs/heads/*:refs/remotes/origin/*" in fetch  # kept
     assert push[0] == "HEAD" and "refs/notes/autogk/*:refs/notes/autogk/*" in push
+
+
+def test_report_on_a_timed_history_draws_latency_and_best_so_far(tmp_path):
+    """Synthetic timed notes (benchmarks/log_scale.py): the latency view, kept marked, best-so-far."""
+    root = tmp_path / "p"
+    log_scale.build(root, 25, 3, 2)
+    out = json.loads(autogk(root, "report", "--no-mlflow", "--out", str(tmp_path / "r"), "--json").stdout)[0]
+    kept = json.loads(autogk(root, "log", "--verdict", "keep", "--json").stdout)
+    assert out["summary"]["timed"] is True and out["summary"]["kept"] == len(kept) == 5
+    assert out["summary"]["best_latency_us"] == pytest.approx(min(r["latency_us"] for r in kept))
+    page = Path(out["html"]).read_text()
+    assert "No latency was measured" not in page and page.count('<tr class="keep">') == 5
+    assert Path(out["png"]).read_bytes()[:4] == b"\x89PNG"

@@ -8,11 +8,10 @@ logging part has work to do.
 from __future__ import annotations
 
 import json
-import time
 
 import click
 
-from autogk_git import refs
+from autogk_git import history, refs
 from autogk_git.errors import GitError
 from autogk_git.git import remote as remote_mod
 from autogk_git.git import repo
@@ -46,13 +45,10 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
                  remote: str | None = None) -> dict:
     from autogk_git.tracking import mlflow_store
 
-    t0 = time.monotonic()
     fetched = fetch_shared(project, say, remote) if fetch else []
-    t_fetch = time.monotonic() - t0
     if not project.config.tracking.enabled:
         say("tracking is off ([tracking] enabled = false): fetched only, nothing logged to MLflow")
-        return {"notes": 0, "logged": 0, "already_logged": 0, "fetched_from": fetched,
-                "fetch_s": round(t_fetch, 3), "total_s": round(time.monotonic() - t0, 3)}
+        return _summary(0, 0, 0, fetched)
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
     results = [r for r in (parse_result(t, c) for c, t in texts.items()) if r and "target" in r and "commit" in r]
     by_target: dict[str, list] = {}
@@ -67,8 +63,15 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
             mlflow_store.log_result(project, r, known_new=not full)
             logged += 1
             say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(todo)})")
-    return {"notes": len(results), "logged": logged, "already_logged": skipped, "fetched_from": fetched,
-            "fetch_s": round(t_fetch, 3), "total_s": round(time.monotonic() - t0, 3)}
+    history.notes_index(project.root)  # the first `autogk log` after a clone need not parse every note
+    return _summary(len(results), logged, skipped, fetched)
+
+
+def _summary(n: int, logged: int, skipped: int, fetched: list[str]) -> dict:
+    out: dict = {"notes": n, "logged": logged, "already_logged": skipped}
+    if fetched:
+        out["fetched_from"] = fetched
+    return out
 
 
 @click.command("sync", help="Fetch the shared notes and log result notes that MLflow does not have yet.")
