@@ -18,6 +18,9 @@ from typing import Any
 from autogk_git.errors import BenchError
 
 WORKER = Path(__file__).with_name("worker.py")
+# Shipped beside the worker: it imports them by these names wherever it runs (stdlib + torch + triton).
+HELPERS = {"autogk_stats.py": Path(__file__).with_name("stats.py"),
+           "autogk_timing.py": Path(__file__).with_name("timing.py")}
 
 
 def _read_progress(path: Path) -> list[dict[str, Any]]:
@@ -38,6 +41,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     keys = [f"{label}:{wl['uuid']}" for label in job["sources"] for wl in job["workloads"]]
     results: dict[str, dict[str, Any]] = {}
     records: list[dict[str, Any]] = []
+    summaries: dict[str, dict[str, Any]] = {}
     environment: dict[str, Any] = {}
     deadline = time.monotonic() + timeout_s
     attempts = 0
@@ -47,7 +51,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
         (d / "job.json").write_text(json.dumps(job))
         worker = d / "worker.py"
         worker.write_text(WORKER.read_text())
-        for name, src in (extra_files or {}).items():
+        for name, src in {**HELPERS, **(extra_files or {})}.items():
             (d / name).write_text(src.read_text())
         while len(results) < len(keys):
             attempts += 1
@@ -71,12 +75,14 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 ev = rec.get("event")
                 if ev == "env":
                     environment = rec["environment"]
-                elif ev == "start":
+                elif ev in ("start", "at"):  # "at": timing rounds moved on to this kernel and workload
                     current = f"{rec['label']}:{rec['uuid']}"
                 elif ev == "done":
                     key = f"{rec['label']}:{rec['uuid']}"
                     results[key] = {k: v for k, v in rec.items() if k not in ("event", "label", "uuid")}
                     current = None
+                elif ev in ("ab", "timing"):  # a timed stage's summary
+                    summaries[ev] = {k: v for k, v in rec.items() if k != "event"}
                 elif ev == "fatal":
                     raise BenchError(f"bench worker: {rec['message']}", "fix the target's inputs.py")
                 else:
@@ -101,7 +107,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     for label in job["sources"]:
         labels[label] = {wl["uuid"]: results[f"{label}:{wl['uuid']}"] for wl in job["workloads"]}
     return {"labels": labels, "environment": environment, "attempts": attempts, "records": records,
-            "stderr_tail": stderr_tail if attempts > 1 else ""}
+            "stderr_tail": stderr_tail if attempts > 1 else "", **summaries}
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

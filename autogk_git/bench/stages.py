@@ -27,7 +27,9 @@ def sources_at(root: Path, target: Target, rev: str) -> dict[str, str]:
 
 def settings_for(config) -> dict[str, Any]:
     b = config.bench
-    return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer}
+    return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer,
+            "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "min_effect": b.min_effect,
+            "confidence": b.confidence}
 
 
 def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -45,7 +47,7 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
     stage_res = {"workloads": {label: w for label, w in out["labels"].items()},
                  "environment": out["environment"], "attempts": out["attempts"],
                  "elapsed_s": round(time.time() - t0, 3)}
-    for key in ("timing", "ab"):
+    for key in ("timing", "ab", "gpu_s", "gpu"):
         if key in out:
             stage_res[key] = out[key]
     stage_res["summary"] = {label: summarize(w) for label, w in out["labels"].items()}
@@ -83,6 +85,8 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
         progress(f"ab: parent vs candidate on {len(stride)} workload(s)")
         stages["ab"] = run_stage(backend, target, "ab", sources, stride, config, seed)
     result["correct"] = correct
+    gpu_s = sum(s.get("gpu_s", 0.0) for s in stages.values())
+    result["cost"] = {"gpu_s": round(gpu_s, 3)} if backend.timing else {}
     result["environment"] = next(iter(stages.values()))["environment"] if stages else {}
     result["checked_workloads"] = sorted({u for s in stages.values() for u in s["workloads"].get("candidate", {})})
     return result

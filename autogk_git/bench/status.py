@@ -19,6 +19,8 @@ class Status(str, Enum):
     """The kernel raised, or its process died (a crashed CUDA context, a segfault)."""
     TIMEOUT = "TIMEOUT"
     """The kernel did not finish within the job's time limit."""
+    BELOW_FLOOR = "BELOW_FLOOR"
+    """Correct, but timed faster than the bytes it must move allow: the timing cannot be real."""
     REFERENCE_ERROR = "REFERENCE_ERROR"
     """The harness could not make inputs or expected outputs: not the kernel's fault."""
 

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import platform
+import random
 import sys
 import tempfile
 import time
@@ -76,15 +77,17 @@ def resolve_axes(definition: dict, workload: dict) -> dict:
 
 
 def random_tensor(shape: list[int], dtype_name: str, gen: torch.Generator, device: str) -> torch.Tensor:
+    """Random data, drawn where gen lives (on the GPU for timed sets: CPU draws are too slow there)."""
     dtype = DTYPES.get(dtype_name)
     if dtype is None:
         raise HarnessFailure(f"dtype {dtype_name} is not supported by this torch")
+    where = gen.device
     if dtype.is_floating_point:
-        t = torch.randn(shape, generator=gen, dtype=torch.float32)
+        t = torch.randn(shape, generator=gen, dtype=torch.float32, device=where)
         return t.to(dtype).to(device)
     if dtype == torch.bool:
-        return (torch.rand(shape, generator=gen) < 0.5).to(device)
-    return torch.randint(0, 64, shape, generator=gen, dtype=dtype).to(device)
+        return (torch.rand(shape, generator=gen, device=where) < 0.5).to(device)
+    return torch.randint(0, 64, shape, generator=gen, dtype=dtype, device=where).to(device)
 
 
 class Inputs:
@@ -107,9 +110,10 @@ class Inputs:
         except KeyError:
             raise HarnessFailure(f"safetensors file {path} has no tensor '{key}'") from None
 
-    def make(self, workload: dict, seed: int) -> list:
+    def make(self, workload: dict, seed: int, on_device: bool = False) -> list:
+        """One fresh input set; on_device draws random data on the GPU (timed sets)."""
         axes = resolve_axes(self.definition, workload)
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=self.device if on_device else "cpu").manual_seed(seed)
         provided = {}
         if self.gen_module is not None:
             provided = self.gen_module.generate(dict(axes), self.definition, seed, self.device) or {}
@@ -184,8 +188,8 @@ def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, to
         if mism:
             raise KernelFailure("INCORRECT_NUMERICAL", f"output {name}: {mism} of {out.numel()} elements differ")
         return {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    o = out.detach().to("cpu", torch.float32)
-    r = ref.detach().to("cpu", torch.float32)
+    o = out.detach().to(torch.float32)  # compared where it lives: a GPU compares 36 M elements in microseconds
+    r = ref.detach().to(o.device, torch.float32)
     nan_out = torch.isnan(o) & ~torch.isnan(r)
     if nan_out.any():
         raise KernelFailure("INCORRECT_NUMERICAL",
@@ -212,9 +216,15 @@ def sync(device: str) -> None:
 
 
 def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, device: str,
-               poison_seed: int, tolerances: dict) -> dict:
-    """Call the kernel once on poisoned outputs; check outputs, and that inputs are unchanged."""
-    outs = alloc_outputs(definition, axes, device, poison_seed)
+               poison_seed: int, tolerances: dict, outs: list | None = None) -> dict:
+    """Call the kernel once on poisoned outputs; check outputs, and that inputs are unchanged.
+
+    outs: output buffers to reuse (they are poisoned again here); None allocates fresh ones.
+    """
+    if outs is None:
+        outs = alloc_outputs(definition, axes, device, poison_seed)
+    else:
+        poison(outs, poison_seed)
     saved = [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     returned = run(*inputs, *outs)
     sync(device)
@@ -224,15 +234,56 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
             raise KernelFailure("INCORRECT_SHAPE", "run() must write its outputs in place and return None "
                                 "(destination-passing style)")
         outs = list(returned)
+    check_inputs(definition, inputs, saved)
+    return check_outputs(definition, outs, ref_out, tolerances)
+
+
+def poison(outs: list, poison_seed: int) -> None:
+    for t in outs:
+        if t.dtype.is_floating_point:
+            t.fill_(float("nan"))
+        elif t.dtype == torch.bool:
+            t.fill_(poison_seed % 2 == 0)
+        else:
+            info = torch.iinfo(t.dtype)
+            t.fill_(info.min if poison_seed % 2 == 0 else info.max)
+
+
+def check_inputs(definition: dict, inputs: list, saved: list) -> None:
     for i, (name, x) in enumerate(zip(definition["inputs"], inputs)):
         if isinstance(x, torch.Tensor) and not torch.equal(bits(x), saved[i]):
             raise KernelFailure("INPUT_MODIFIED", f"input {name} was changed by the kernel")
+
+
+def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict) -> dict:
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     for (name, spec), out, ref in zip(definition["outputs"].items(), outs, ref_out):
         ref = ref if isinstance(ref, torch.Tensor) else torch.tensor(ref)
         s = compare(name, spec["dtype"], out, ref.to(out.device), tolerances)
         stats = {k: max(stats[k], s[k]) for k in stats}
     return stats
+
+
+def reference_outputs(reference, args: list) -> tuple:
+    try:
+        with torch.no_grad():
+            return as_tuple(reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
+    except Exception as e:  # the harness's fault, not the kernel's
+        raise HarnessFailure(f"could not make reference outputs: {short_tb(e)}") from e
+
+
+def refill(args: list, fresh: list) -> bool:
+    """Overwrite args' tensors in place with fresh's values (same pointers, new data)."""
+    pairs = [(a, f) for a, f in zip(args, fresh) if isinstance(a, torch.Tensor)]
+    if any(a.shape != f.shape or a.dtype != f.dtype for a, f in pairs):
+        return False
+    for a, f in pairs:
+        a.copy_(f)
+    return True
+
+
+def relabel(e: KernelFailure, when: str) -> KernelFailure:
+    return KernelFailure(e.status, f"{when}: {e}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,24 +351,386 @@ def _driver_version() -> str:
         return ""
 
 
+def trial_seed(job: dict, wl_index: int, trial: int) -> int:
+    return int(job.get("seed", 0)) * 1_000_003 + wl_index * 1009 + trial
+
+
+def make_inputs(inputs: Inputs, wl: dict, seed: int, on_device: bool = False) -> list:
+    try:
+        return inputs.make(wl, seed, on_device)
+    except HarnessFailure:
+        raise
+    except Exception as e:  # the harness's fault, not the kernel's
+        raise HarnessFailure(f"could not make inputs: {short_tb(e)}") from e
+
+
 def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str) -> dict:
-    """Correctness on several fresh input sets for one (kernel, workload)."""
+    """Correctness on several fresh input sets for one (kernel, workload), then two calls that catch
+    kernels that remember: the last inputs again (right only once, early return on inputs seen before)
+    and new values in the same buffers (a cache keyed by pointer)."""
     definition = job["definition"]
     settings = job.get("settings", {})
     tolerances = settings.get("tolerances", {})
     axes = resolve_axes(definition, wl)
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    for trial in range(int(settings.get("trials", 3))):
-        seed = int(job.get("seed", 0)) * 1_000_003 + wl_index * 1009 + trial
+    trials = int(settings.get("trials", 3))
+    args, ref_out, outs = None, None, None
+    for trial in range(trials):
+        args = make_inputs(inputs, wl, trial_seed(job, wl_index, trial))
+        ref_out = reference_outputs(reference, args)
+        outs = alloc_outputs(definition, axes, device, trial)
         try:
-            args = inputs.make(wl, seed)
-            with torch.no_grad():
-                ref_out = as_tuple(reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
-        except Exception as e:  # the harness's fault, not the kernel's
-            raise HarnessFailure(f"could not make inputs or reference outputs: {short_tb(e)}") from e
-        s = check_once(run, args, ref_out, definition, axes, device, trial, tolerances)
+            s = check_once(run, args, ref_out, definition, axes, device, trial, tolerances, outs=outs)
+        except KernelFailure as e:
+            if trial == 0:
+                raise
+            # Right on the first set, wrong on a later one: it remembers earlier calls (a cache keyed
+            # by a reused address, state kept between calls) or depends on the data.
+            raise relabel(e, f"on fresh input set {trial + 1} of {trials}, after earlier sets passed") from None
         stats = {k: max(stats[k], s[k]) for k in stats}
+    if settings.get("repeat_checks", True):
+        try:
+            check_once(run, args, ref_out, definition, axes, device, trials + 1, tolerances)
+        except KernelFailure as e:
+            raise relabel(e, "called again on inputs it had already seen (fresh output buffers)") from None
+        fresh = make_inputs(inputs, wl, trial_seed(job, wl_index, trials + 7))
+        if refill(args, fresh):
+            ref_out = reference_outputs(reference, args)
+            try:
+                check_once(run, args, ref_out, definition, axes, device, trials + 2, tolerances, outs=outs)
+            except KernelFailure as e:
+                raise relabel(e, "called on new values in the same input and output buffers") from None
     return stats
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing: stride (candidate vs reference) and ab (candidate vs parent, paired rounds, sequential)
+# ---------------------------------------------------------------------------------------------
+
+def _sibling(name: str, package_name: str):
+    """A helper module shipped beside this file (autogk_<name>.py), else the package's own."""
+    try:
+        return importlib.import_module(f"autogk_{name}")
+    except ImportError:
+        return importlib.import_module(f"{package_name}.{name}")
+
+
+class HostTimer:
+    """The host clock around each call: for tests on CPU only. Recorded as method 'host'; the local
+    backend never uses it."""
+
+    method = "host"
+
+    def time_calls(self, calls, replays: int = 3) -> dict:
+        samples = []
+        for c in calls:
+            t0 = time.perf_counter()
+            c()
+            samples.append((time.perf_counter() - t0) * 1e6)
+        s = sorted(samples)
+        return {"us": s[len(s) // 2], "samples": samples, "method": self.method}
+
+    def sync_latency(self, call, n: int = 3) -> float:
+        return self.time_calls([call] * n)["us"]
+
+    def bandwidth(self) -> float | None:
+        return None
+
+
+_DEVICE_TIMERS: dict = {}
+
+
+def device_timer(method: str):
+    """One DeviceTimer per method per process (its flush buffer and bandwidth are measured once)."""
+    if method not in _DEVICE_TIMERS:
+        _DEVICE_TIMERS[method] = _sibling("timing", "autogk_git.bench").DeviceTimer(method)
+    return _DEVICE_TIMERS[method]
+
+
+def tensor_bytes(definition: dict, axes: dict, section: str) -> dict[str, int]:
+    out = {}
+    for name, spec in definition[section].items():
+        shape = shape_of(spec, axes)
+        if shape is None:
+            continue
+        dtype = DTYPES.get(spec["dtype"])
+        out[name] = math.prod(shape) * (torch.empty((), dtype=dtype).element_size() if dtype else 4)
+    return out
+
+
+def floor_bytes(definition: dict, axes: dict) -> tuple[int, str]:
+    """Bytes a correct kernel must move at least, and the rule used.
+
+    Every output is written once. Inputs are read once, unless the definition has integer inputs
+    (indices, page tables): then the kernel may gather only part of its float inputs, so only the
+    integer inputs are counted. FLOPs are not counted: a definition carries no FLOP formula."""
+    ins = tensor_bytes(definition, axes, "inputs")
+    outs = sum(tensor_bytes(definition, axes, "outputs").values())
+    ints = {n: b for n, b in ins.items() if not DTYPES[definition["inputs"][n]["dtype"]].is_floating_point}
+    if ints:
+        return outs + sum(ints.values()), "outputs + integer inputs (gathering definition)"
+    return outs + sum(ins.values()), "outputs + inputs, each once"
+
+
+class TimedKernel:
+    """One label's way to be called on an input set: a DPS kernel, or the value-returning reference."""
+
+    def __init__(self, label: str, fn, dps: bool) -> None:
+        self.label, self.fn, self.dps = label, fn, dps
+
+
+def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
+               device: str, rng: random.Random, method_timer) -> dict:
+    """Time one label on this round's input sets, then check what the timed calls wrote."""
+    definition = job["definition"]
+    settings = job.get("settings", {})
+    axes = resolve_axes(definition, wl)
+    tolerances = settings.get("tolerances", {})
+    warmup = int(settings.get("warmup", 5))
+    if not tk.dps:
+        for _ in range(max(1, warmup)):
+            tk.fn(*warm_set)
+        sync(device)
+        t = method_timer.time_calls([lambda a=a: tk.fn(*a) for a in sets])
+        t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
+        return t
+    warm_outs = alloc_outputs(definition, axes, device, 0)
+    for _ in range(max(1, warmup)):
+        tk.fn(*warm_set, *warm_outs)
+    sync(device)
+    outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
+    checked = rng.sample(range(len(sets)), min(2, len(sets)))
+    saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
+    t = method_timer.time_calls([lambda a=a, o=o: tk.fn(*a, *o) for a, o in zip(sets, outs)])
+    sync(device)
+    # What the timed calls wrote is what counts: a call that skipped its work leaves poison behind.
+    where = "in the timed calls"
+    for k, o in enumerate(outs):
+        for (name, spec), x in zip(definition["outputs"].items(), o):
+            if x.dtype.is_floating_point and torch.isnan(x).any():
+                raise KernelFailure("INCORRECT_NUMERICAL",
+                                    f"{where}: output {name} of timed call {k} still holds the poison "
+                                    "(the call skipped its work: cached or early return)")
+    for k in checked:
+        try:
+            check_inputs(definition, sets[k], saved[k])
+            check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances)
+        except KernelFailure as e:
+            raise relabel(e, where) from None
+    t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0], *outs[0]), int(settings.get("host_calls", 10)))
+    return t
+
+
+def calls_per_round(job: dict, wl: dict) -> int:
+    """Timed calls per round, each on its own input set, within a memory budget."""
+    settings = job.get("settings", {})
+    axes = resolve_axes(job["definition"], wl)
+    nbytes = sum(tensor_bytes(job["definition"], axes, "inputs").values()) + \
+        sum(tensor_bytes(job["definition"], axes, "outputs").values())
+    budget = int(settings.get("timing_mem_bytes", 1 << 30))
+    return max(2, min(int(settings.get("reps", 30)), budget // max(1, nbytes)))
+
+
+def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
+                 reference, device: str, emit, seq, rounds: int) -> tuple[dict, dict, float | None]:
+    """Paired rounds: per round, every workload, both labels in random order on the same fresh values.
+
+    Returns (per-workload figures, failures {uuid: (label, KernelFailure)}, memory bandwidth B/s)."""
+    settings = job.get("settings", {})
+    seed = int(job.get("seed", 0))
+    rng = random.Random(seed ^ 0x5EED)
+    if device.startswith("cuda"):
+        timing = _sibling("timing", "autogk_git.bench")
+        timers = {"main": device_timer(settings.get("timer", "cupti"))}
+        capture_error = timing.TimerError
+    else:
+        timers = {"main": HostTimer()}
+        capture_error = ()
+    method = {wl["uuid"]: timers["main"].method for _, wl in wls}
+    timers[timers["main"].method] = timers["main"]
+    fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
+                        "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
+    failures: dict[str, tuple[str, KernelFailure]] = {}
+    tried: dict[str, set] = {}
+    for r in range(rounds):
+        round_logs = []
+        for i, wl in wls:
+            u = wl["uuid"]
+            if u in failures:
+                continue
+            n = fig[u]["calls"]
+            base_seed = seed * 7919 + i * 104729 + r * 1_000_003
+            sets = [make_inputs(inputs, wl, base_seed + k, on_device=True) for k in range(n)]
+            warm = make_inputs(inputs, wl, base_seed + n, on_device=True)
+            order = [base, cand]
+            rng.shuffle(order)
+            while True:
+                if method[u] not in timers:
+                    timers[method[u]] = device_timer(method[u])
+                got = {}
+                try:
+                    for tk in order:
+                        emit(event="at", label=cand.label if tk.label == "reference" else tk.label, uuid=u)
+                        try:
+                            got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
+                                                       timers[method[u]])
+                        except capture_error:
+                            raise
+                        except KernelFailure as e:
+                            failures[u] = (tk.label, e)
+                            break
+                        except HarnessFailure:
+                            raise
+                        except Exception as e:  # noqa: BLE001 - the kernel raised while being timed
+                            die_if_context_lost(e, device)
+                            failures[u] = (tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
+                            break
+                except capture_error as e:
+                    # Both labels, from this round on, with the other timer: the method must be the same.
+                    fig[u]["timer_error"] = f"{method[u]}: {e}"
+                    tried.setdefault(u, set()).add(method[u])
+                    other = [m for m in ("cupti", "cudagraph") if m not in tried[u]]
+                    if other:
+                        method[u] = other[0]
+                        continue
+                    failures[u] = (cand.label, KernelFailure("RUNTIME_ERROR", f"could not be timed: {e}"))
+                break
+            if u in failures:
+                continue
+            for label in (base.label, cand.label):
+                fig[u][label].append(got[label]["us"])
+                fig[u]["host_" + label].append(got[label]["host_us"])
+            fig[u]["method"] = got[cand.label]["method"]
+            lr = math.log(max(got[cand.label]["us"], 1e-9) / max(got[base.label]["us"], 1e-9))
+            fig[u]["log_ratio"].append(lr)
+            round_logs.append(lr)
+            del sets, warm
+        if seq is not None and round_logs:
+            if seq.add(math.fsum(round_logs) / len(round_logs)):
+                break
+    return fig, failures, timers["main"].bandwidth()
+
+
+def die_if_context_lost(e: BaseException, device: str) -> None:
+    """A sticky CUDA error (illegal address, launch failure) poisons this process's context: every
+    later call would fail too. Exit, so the runner records this workload and restarts on the rest."""
+    text = str(e)
+    if device.startswith("cuda") and any(m in text for m in (
+            "illegal memory access", "unspecified launch failure", "illegal instruction", "misaligned address",
+            "device-side assert", "CUDA error: an illegal", "uncorrectable ECC")):
+        sys.stderr.write(f"CUDA context lost: {short_tb(e)}\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+
+def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict, inputs: Inputs, reference,
+                       device: str) -> dict:
+    t0 = time.perf_counter()
+    rec = {"event": "done", "label": label, "uuid": wl["uuid"]}
+    if load_error:
+        rec.update(status=load_error[0], message=load_error[1])
+    else:
+        try:
+            rec.update(status="PASSED", **check_workload(run, i, wl, job, inputs, reference, device))
+        except KernelFailure as e:
+            rec.update(status=e.status, message=str(e))
+        except HarnessFailure as e:
+            rec.update(status="REFERENCE_ERROR", message=str(e))
+        except Exception as e:  # noqa: BLE001
+            die_if_context_lost(e, device)
+            rec.update(status=classify(e), message=short_tb(e))
+    rec["check_s"] = round(time.perf_counter() - t0, 4)
+    return rec
+
+
+def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, only, emit) -> None:
+    """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
+    stage = job["stage"]
+    settings = job.get("settings", {})
+    recs: dict[str, dict] = {}
+    for label, (run, load_error) in kernels.items():
+        for i, wl in enumerate(job["workloads"]):
+            key = f"{label}:{wl['uuid']}"
+            if only is not None and key not in only:
+                continue
+            emit(event="start", label=label, uuid=wl["uuid"])
+            recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
+    cand = TimedKernel("candidate", kernels["candidate"][0], True)
+    if stage == "ab":
+        base = TimedKernel("parent", kernels["parent"][0], True)
+    else:
+        base = TimedKernel("reference", reference, False)
+    def ok(label: str, u: str) -> bool:
+        return recs.get(f"{label}:{u}", {}).get("status") == "PASSED"
+    wls = [(i, wl) for i, wl in enumerate(job["workloads"])
+           if ok("candidate", wl["uuid"]) and (base.label == "reference" or ok(base.label, wl["uuid"]))]
+    seq = None
+    rounds = int(settings.get("min_rounds", 5))
+    if stage == "ab":
+        stats = _sibling("stats", "autogk_git.bench")
+        seq = stats.Sequential(rounds, int(settings.get("max_rounds", 40)), float(settings.get("confidence", 0.95)),
+                               float(settings.get("min_effect", 0.01)))
+        rounds = seq.max_rounds
+    t0 = time.perf_counter()
+    fig, failures, timer_bw = (timed_rounds(job, base, cand, wls, inputs, reference, device, emit, seq, rounds)
+                               if wls else ({}, {}, None))
+    timing_s = time.perf_counter() - t0
+    per_wl = []
+    for i, wl in wls:
+        u = wl["uuid"]
+        if u in failures:
+            label, e = failures[u]
+            recs[f"{label}:{u}"].update(status=e.status, message=str(e))
+            continue
+        f = fig[u]
+        if not f["log_ratio"]:
+            continue
+        c = recs[f"candidate:{u}"]
+        c.update(latency_us=_med(f["candidate"]), host_latency_us=_med(f["host_candidate"]),
+                 samples_us=[round(x, 4) for x in f["candidate"]], method=f.get("method"),
+                 calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
+        if "timer_error" in f:
+            c["timer_error"] = f["timer_error"][:300]
+        base_lat = _med(f[base.label])
+        if stage == "ab":
+            p = recs[f"parent:{u}"]
+            p.update(latency_us=base_lat, host_latency_us=_med(f["host_parent"]),
+                     samples_us=[round(x, 4) for x in f["parent"]], method=f.get("method"))
+            m = math.fsum(f["log_ratio"]) / len(f["log_ratio"])
+            c["ratio_vs_parent"] = math.exp(m)
+            if len(f["log_ratio"]) >= 2:
+                stats = _sibling("stats", "autogk_git.bench")
+                _, lo, hi = stats.mean_interval(f["log_ratio"], float(settings.get("confidence", 0.95)))
+                c["ratio_ci"] = [math.exp(lo), math.exp(hi)]
+        else:
+            c.update(reference_latency_us=base_lat, reference_host_latency_us=_med(f["host_reference"]),
+                     speedup_vs_reference=base_lat / max(c["latency_us"], 1e-9))
+        if timer_bw:
+            nb, rule = floor_bytes(job["definition"], resolve_axes(job["definition"], wl))
+            floor_us = nb / timer_bw * 1e6
+            c.update(floor_us=floor_us, floor_rule=rule)
+            if c["latency_us"] < float(settings.get("floor_margin", 0.9)) * floor_us:
+                c.update(status="BELOW_FLOOR",
+                         message=f"{c['latency_us']:.3f} us is below the physical floor {floor_us:.3f} us "
+                                 f"({nb} bytes over the measured {timer_bw / 1e9:.0f} GB/s): the timing "
+                                 "cannot be real (skipped work, or inputs cached)")
+        per_wl.append({"uuid": u, "latency_us": c["latency_us"], "base_latency_us": base_lat,
+                       "log_ratios": [round(x, 6) for x in f["log_ratio"]]})
+    for key, rec in recs.items():
+        emit(**rec)
+    summary = {"event": stage if stage == "ab" else "timing", "baseline": base.label, "workloads": per_wl,
+               "timing_s": round(timing_s, 3), "bandwidth_gbs": round(timer_bw / 1e9, 1) if timer_bw else None,
+               "timer": settings.get("timer", "cupti") if device.startswith("cuda") else "host"}
+    if seq is not None:
+        summary.update(seq.summary() if seq.log_ratios else {"rounds": 0, "stopped": "no data",
+                                                              "outcome": "inconclusive"})
+    emit(**summary)
+
+
+def _med(xs: list) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
 def main(argv: list[str]) -> int:
@@ -345,34 +758,24 @@ def main(argv: list[str]) -> int:
             return 2
     inputs = Inputs(job, device, gen_module)
     reference = load_reference(job["definition"])
+    kernels = {}
     for label, files in job["sources"].items():
         try:
-            run = import_kernel(label, files, tmp).run
-            load_error = None
+            kernels[label] = (import_kernel(label, files, tmp).run, None)
         except KernelFailure as e:
-            load_error = (e.status, str(e))
+            kernels[label] = (None, (e.status, str(e)))
         except BaseException as e:  # noqa: BLE001 - any import failure is the kernel's
-            load_error = ("COMPILE_ERROR", short_tb(e))
-        for i, wl in enumerate(job["workloads"]):
-            key = f"{label}:{wl['uuid']}"
-            if only is not None and key not in only:
-                continue
-            emit(event="start", label=label, uuid=wl["uuid"])
-            t0 = time.perf_counter()
-            rec = {"event": "done", "label": label, "uuid": wl["uuid"]}
-            if load_error:
-                rec.update(status=load_error[0], message=load_error[1])
-            else:
-                try:
-                    rec.update(status="PASSED", **check_workload(run, i, wl, job, inputs, reference, device))
-                except KernelFailure as e:
-                    rec.update(status=e.status, message=str(e))
-                except HarnessFailure as e:
-                    rec.update(status="REFERENCE_ERROR", message=str(e))
-                except Exception as e:  # noqa: BLE001
-                    rec.update(status=classify(e), message=short_tb(e))
-            rec["check_s"] = round(time.perf_counter() - t0, 4)
-            emit(**rec)
+            kernels[label] = (None, ("COMPILE_ERROR", short_tb(e)))
+    if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
+        run_timed(job, kernels, inputs, reference, device, only, emit)
+    else:
+        for label, (run, load_error) in kernels.items():
+            for i, wl in enumerate(job["workloads"]):
+                key = f"{label}:{wl['uuid']}"
+                if only is not None and key not in only:
+                    continue
+                emit(event="start", label=label, uuid=wl["uuid"])
+                emit(**correctness_record(label, run, load_error, i, wl, job, inputs, reference, device))
     emit(event="end")
     return 0
 

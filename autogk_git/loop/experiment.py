@@ -196,7 +196,7 @@ def evaluate(project: Project, target_name: str, number: int, sha: str, branch: 
         "stages": bench["stages"],
         "correct": bench.get("correct", False),
         "verdict": verdict,
-        "cost": {"bench_wall_s": round(time.time() - t0, 3), **(usage or {})},
+        "cost": {"bench_wall_s": round(time.time() - t0, 3), **bench.get("cost", {}), **(usage or {})},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     repo.write_note(project.root, refs.NOTES_RESULTS, sha, notes.format_result(result))

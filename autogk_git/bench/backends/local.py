@@ -1,0 +1,124 @@
+"""This machine's CUDA GPUs: one worker subprocess per job, one job per GPU at a time.
+
+`[bench] gpu` (or AUTOGK_BENCH_GPU) names the CUDA indices this project may use ("0,1"; empty: all).
+A job takes the first free one: an exclusive lock on `<lock dir>/gpu<index>.lock` (flock, released
+by the kernel when the process dies, so a crashed run never leaves a stale lock). Experiments run in
+parallel on one machine therefore queue per GPU instead of timing each other's noise.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from autogk_git.bench import runner
+from autogk_git.errors import ConfigError
+
+LOCK_DIR_ENV = "AUTOGK_GPU_LOCK_DIR"
+
+
+def lock_dir() -> Path:
+    """Where the per-GPU lock files live: $AUTOGK_GPU_LOCK_DIR, else <tmp>/autogk-gpu-locks (one per machine)."""
+    d = Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "autogk-gpu-locks")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def visible_gpus() -> list[str]:
+    """CUDA indices this process may see, without importing torch."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip()]
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU"))]
+
+
+def parse_gpus(spec: str) -> list[str]:
+    """`[bench] gpu`: '0,2' -> ['0', '2']; '' -> every visible GPU."""
+    if not spec.strip():
+        return visible_gpus()
+    gpus = [g.strip() for g in spec.split(",") if g.strip()]
+    bad = [g for g in gpus if not g.isdigit()]
+    if bad:
+        raise ConfigError(f"[bench] gpu = {spec!r}: {', '.join(bad)} is not a CUDA device index",
+                          "set it like gpu = \"0,1\" (or AUTOGK_BENCH_GPU=0), or empty for all GPUs")
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:  # indices count within what this process may see, as CUDA counts them
+        visible = [g.strip() for g in env.split(",") if g.strip()]
+        out_of_range = [g for g in gpus if int(g) >= len(visible)]
+        if out_of_range:
+            raise ConfigError(f"[bench] gpu = {spec!r}: CUDA_VISIBLE_DEVICES={env} shows only {len(visible)} GPU(s)",
+                              f"use indices below {len(visible)}, or unset CUDA_VISIBLE_DEVICES")
+        gpus = [visible[int(g)] for g in gpus]
+    return gpus
+
+
+@contextmanager
+def gpu_lock(gpus: list[str], poll_s: float = 0.2, say=None) -> Iterator[str]:
+    """Hold the first free GPU of gpus (waiting while all are busy); yields its index."""
+    d = lock_dir()
+    handles = {g: open(d / f"gpu{g}.lock", "a+") for g in gpus}
+    held = None
+    waited = False
+    try:
+        while held is None:
+            for g, fh in handles.items():
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                held = g
+                break
+            if held is None:
+                if not waited and say:
+                    say(f"all of GPU(s) {','.join(gpus)} busy with other jobs; waiting")
+                waited = True
+                time.sleep(poll_s)
+        fh = handles[held]
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield held
+    finally:
+        for g, fh in handles.items():
+            if g == held:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+
+class LocalBackend:
+    name = "local"
+    timing = True
+
+    def __init__(self, config) -> None:
+        b = config.bench
+        self.gpus = parse_gpus(b.gpu)
+        self.settings = {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
+                         "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
+
+    def eligible(self, definition: dict[str, Any], workloads: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return list(workloads), []
+
+    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if not self.gpus:
+            raise ConfigError("the local backend found no CUDA GPU (nvidia-smi -L lists none)",
+                              "run on a machine with a GPU, or set [bench] backend = \"interpret\"")
+        job = dict(job, settings={**job["settings"], **self.settings})
+        with gpu_lock(self.gpus) as gpu:
+            env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+            t0 = time.monotonic()
+            out = runner.run_worker(job, env, timeout_s)
+            out["gpu_s"] = round(time.monotonic() - t0, 3)
+            out["gpu"] = gpu
+        return out

@@ -1,0 +1,197 @@
+"""Paired A/B statistics for the ab stage: a confidence interval on the geometric-mean latency ratio
+(candidate / parent), looked at on a fixed schedule of rounds, and the decision it supports.
+
+Standard library only: this file also ships beside the bench worker (as `autogk_stats.py`), which
+stops the rounds as soon as the interval is decisive.
+
+Why this method
+---------------
+The unit of replication is the *round*: in one round every workload is timed for the parent and for
+the candidate, in a random order, on the same fresh input values, back to back on one GPU. Clock,
+thermal and neighbour drift hit both kernels of a round alike, so the paired log ratio
+`log(t_cand / t_parent)` cancels it. Per round we average these log ratios over the workloads:
+
+    D_r = mean_w log(t_cand[r, w] / t_parent[r, w])
+
+`exp(mean_r D_r)` is the geometric mean over workloads of the candidate/parent ratio, the quantity
+the verdict is about. The workloads are a fixed, recorded subset (the stride), not a sample, so the
+only randomness is between rounds, and the rounds are independent replicates. Each t[r, w] is
+already the median of many timed calls, so D_r is an average of well-behaved terms and close to
+normal; a Student-t interval on the D_r is then exact in the limit and honest at five rounds, where
+a bootstrap over rounds is known to be too narrow (it has only five values to resample, and its
+percentile interval ignores the t quantile's small-sample widening).
+
+Sequential stopping without inflating errors: the interval is examined only at a fixed schedule of
+looks (min_rounds, then x1.5 each time, up to max_rounds; about five looks for 5..40), and each look
+uses a Bonferroni-adjusted level, alpha / looks. By the union bound the whole procedure's chance of
+ever excluding the truth stays below alpha = 1 - confidence, however the looks are correlated. The
+verdict then needs much more than exclusion: a keep needs the upper bound below 1 - min_effect.
+
+A run also stops early for futility: when the lower bound is above 1 - min_effect a keep is out of
+reach, so more rounds cannot change a revert (this is what makes A/A comparisons cheap).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+KEEP, REGRESSION, INCONCLUSIVE = "keep", "regression", "inconclusive"
+
+
+# ---------------------------------------------------------------------------------------------
+# Student t quantile (no scipy): regularized incomplete beta by Lentz's continued fraction.
+# ---------------------------------------------------------------------------------------------
+
+def _betacf(a: float, b: float, x: float) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+                    -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(lbeta) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(lbeta) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with df degrees of freedom (bisection; |error| < 1e-9)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must be in (0, 1)")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10:
+            break
+    return 0.5 * (lo + hi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Intervals and the look schedule
+# ---------------------------------------------------------------------------------------------
+
+def look_schedule(min_rounds: int, max_rounds: int, growth: float = 1.5) -> list[int]:
+    """Rounds after which the interval is examined: min_rounds, x growth, ..., max_rounds."""
+    min_rounds = max(2, int(min_rounds))
+    max_rounds = max(min_rounds, int(max_rounds))
+    looks = [min_rounds]
+    while looks[-1] < max_rounds:
+        looks.append(min(max_rounds, max(looks[-1] + 1, math.ceil(looks[-1] * growth))))
+    return looks
+
+
+def mean_interval(values: Sequence[float], confidence: float) -> tuple[float, float, float]:
+    """(mean, low, high): two-sided Student-t interval for the mean of values."""
+    n = len(values)
+    m = math.fsum(values) / n
+    if n < 2:
+        return m, -math.inf, math.inf
+    var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
+    return m, m - half, m + half
+
+
+def round_log_ratios(pairs: Sequence[Sequence[tuple[float, float]]]) -> list[float]:
+    """D_r for each round: pairs[r] = [(t_parent, t_cand) per workload]."""
+    return [math.fsum(math.log(c / p) for p, c in rnd) / len(rnd) for rnd in pairs]
+
+
+def ratio_interval(log_ratios: Sequence[float], confidence: float, looks: int = 1) -> dict[str, float]:
+    """Geometric-mean ratio and its interval from per-round mean log ratios, Bonferroni over looks."""
+    level = 1.0 - (1.0 - confidence) / max(1, looks)
+    m, lo, hi = mean_interval(list(log_ratios), level)
+    return {"ratio": math.exp(m), "ci_low": math.exp(lo) if lo > -math.inf else 0.0,
+            "ci_high": math.exp(hi) if hi < math.inf else math.inf, "level": level}
+
+
+def classify(ci_low: float, ci_high: float, min_effect: float) -> str:
+    """keep: the whole interval is faster than 1 - min_effect; regression: the whole interval is slower."""
+    if ci_high < 1.0 - min_effect:
+        return KEEP
+    if ci_low > 1.0:
+        return REGRESSION
+    return INCONCLUSIVE
+
+
+def should_stop(ci_low: float, ci_high: float, min_effect: float) -> str | None:
+    """Why the rounds can stop now (None: keep going)."""
+    c = classify(ci_low, ci_high, min_effect)
+    if c != INCONCLUSIVE:
+        return c
+    if ci_low > 1.0 - min_effect:
+        return "futile"  # a keep is out of reach, more rounds cannot turn this revert into a keep
+    return None
+
+
+class Sequential:
+    """Feeds rounds in, says when to stop. Used by the worker and re-checked by the verdict rule."""
+
+    def __init__(self, min_rounds: int, max_rounds: int, confidence: float, min_effect: float) -> None:
+        self.looks = look_schedule(min_rounds, max_rounds)
+        self.confidence = confidence
+        self.min_effect = min_effect
+        self.log_ratios: list[float] = []
+        self.stopped: str | None = None
+        self.last: dict[str, Any] | None = None
+
+    @property
+    def max_rounds(self) -> int:
+        return self.looks[-1]
+
+    def add(self, log_ratio: float) -> str | None:
+        """Add one round's D_r; returns the stop reason when this round ends the run."""
+        self.log_ratios.append(log_ratio)
+        n = len(self.log_ratios)
+        if n in self.looks:
+            self.last = ratio_interval(self.log_ratios, self.confidence, len(self.looks))
+            why = should_stop(self.last["ci_low"], self.last["ci_high"], self.min_effect)
+            if why is None and n >= self.max_rounds:
+                why = "budget"
+            self.stopped = why
+        return self.stopped
+
+    def summary(self) -> dict[str, Any]:
+        last = self.last or ratio_interval(self.log_ratios, self.confidence, len(self.looks))
+        return {"ratio": last["ratio"], "ci_low": last["ci_low"], "ci_high": last["ci_high"],
+                "level": last["level"], "confidence": self.confidence, "rounds": len(self.log_ratios),
+                "looks": [k for k in self.looks if k <= len(self.log_ratios)], "stopped": self.stopped,
+                "outcome": classify(last["ci_low"], last["ci_high"], self.min_effect),
+                "min_effect": self.min_effect, "round_log_ratios": list(self.log_ratios)}
+
+
+def median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])

@@ -1,0 +1,203 @@
+"""Device-side timing for the bench worker. Standard library, torch and triton only: this file ships
+beside the worker (as `autogk_timing.py`) to whatever machine runs it.
+
+Timers (the `[bench] timer` key; the one used is recorded with every number). Every timed call is
+preceded by an L2 flush (a Triton kernel, `_autogk_l2_flush`, writing a buffer twice the L2's size),
+so each call reads its inputs from device memory, and each call gets its own fresh input set.
+
+- `cupti` (default): torch.profiler (CUPTI) records every kernel's device time during eager calls;
+  a call's time is the sum of the kernels it launched between two flushes (found by name). The host's
+  launch path is not in it, and of the three it had the smallest round-to-round spread on the
+  microsecond kernels where the loop lives (H200, 2026-11-30, benchmarks/gpu_bench.py --sections
+  timers; CV over 10 rounds): vector op 4 K elements 2.4 % (cudagraph 8.5 %, events 5.9 %), 1 M 0.36 %
+  (1.4 %, 58 %), RMSNorm batch 1 0.74 % (2.0 %, 16 %), batch 170 0.50 % (2.3 %, 9.9 %); at 40 us all
+  three are under 1 % except events. The profiler's first start costs ~5 s per process.
+- `cudagraph`: the calls are captured into a CUDA graph, each after a flush; a second graph holds the
+  flushes alone; both are replayed alternately with events around each replay, and one call's time is
+  (T_calls_and_flushes - T_flushes) / calls. No host launch path either, but the subtraction and the
+  flush's write-back leak into the figure (1.7 us against CUPTI's 1.25 us for the smallest kernel).
+- `events`: eager calls, a flush then CUDA events around each call. For microsecond kernels this
+  measures the host's launch path (13.8 us for a 1.2 us kernel); kept for comparison only.
+If a timer fails on a kernel (a graph cannot be captured, the profiler misses a flush), the worker
+times that workload with the other of cupti/cudagraph, for both kernels of the pair, and records it.
+
+`sync_latency` is the host-inclusive figure reported beside the device time: synchronize, events
+around one call, as flashinfer-bench 0.1.2's `Benchmark` times (it reports the mean of these).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+TIMERS = ("cudagraph", "cupti", "events")
+FLUSH_KERNEL = "_autogk_l2_flush"
+
+
+@triton.jit
+def _autogk_l2_flush(ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
+
+
+class TimerError(Exception):
+    """This timer could not time these calls; the worker tries the other device timer."""
+
+
+class CaptureError(TimerError):
+    """The kernel cannot run inside a CUDA graph (it synchronizes, allocates on the host, ...)."""
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+class DeviceTimer:
+    """Times lists of calls on one CUDA device. Create once per worker process."""
+
+    def __init__(self, method: str = "cudagraph") -> None:
+        if method not in TIMERS:
+            raise ValueError(f"unknown timer {method!r}; one of {', '.join(TIMERS)}")
+        self.method = method
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
+        n = max(2 * self.l2_bytes, 8 << 20) // 4
+        self._flush_buf = torch.empty(n, dtype=torch.int32, device="cuda")
+        self._flush_n = n
+        self.flush()
+        torch.cuda.synchronize()
+        self._bandwidth: float | None = None
+
+    def flush(self) -> None:
+        block = 4096
+        _autogk_l2_flush[(triton.cdiv(self._flush_n, block),)](self._flush_buf, self._flush_n, BLOCK=block)
+
+    # -- device time -----------------------------------------------------------------------------
+
+    def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 3) -> dict:
+        """Device time of one call, in microseconds: {'us': median, 'samples': [...], 'method': ...}."""
+        if self.method == "cudagraph":
+            samples = self._graph(calls, replays)
+        elif self.method == "cupti":
+            samples = self._cupti(calls)
+        else:
+            samples = self._events(calls)
+        return {"us": _median(samples), "samples": samples, "method": self.method}
+
+    def _graph(self, calls: Sequence[Callable[[], object]], replays: int) -> list[float]:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        g_calls, g_flush = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(g_calls, stream=stream):
+                for c in calls:
+                    self.flush()
+                    c()
+        except Exception as e:  # noqa: BLE001 - a kernel that cannot be captured
+            torch.cuda.synchronize()
+            raise CaptureError(f"{type(e).__name__}: {str(e)[:300]}") from e
+        with torch.cuda.graph(g_flush, stream=stream):
+            for _ in calls:
+                self.flush()
+        g_calls.replay()
+        g_flush.replay()
+        torch.cuda.synchronize()
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4 * replays)]
+        order = []
+        for i in range(replays):
+            pair = [(g_calls, "c"), (g_flush, "f")] if i % 2 == 0 else [(g_flush, "f"), (g_calls, "c")]
+            for j, (g, kind) in enumerate(pair):
+                ev[4 * i + 2 * j].record()
+                g.replay()
+                ev[4 * i + 2 * j + 1].record()
+                order.append(kind)
+        torch.cuda.synchronize()
+        samples = []
+        for i in range(replays):
+            t = {}
+            for j in range(2):
+                t[order[2 * i + j]] = ev[4 * i + 2 * j].elapsed_time(ev[4 * i + 2 * j + 1]) * 1000.0
+            samples.append(max(t["c"] - t["f"], 0.0) / len(calls))
+        del g_calls, g_flush
+        return samples
+
+    def _events(self, calls: Sequence[Callable[[], object]]) -> list[float]:
+        starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        for c, s, e in zip(calls, starts, ends):
+            self.flush()
+            s.record()
+            c()
+            e.record()
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+
+    def _cupti(self, calls: Sequence[Callable[[], object]]) -> list[float]:
+        from torch.profiler import ProfilerActivity, profile
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for c in calls:
+                self.flush()
+                c()
+            torch.cuda.synchronize()
+        kernels = []
+        try:  # the profiler's event API moves between torch versions: a parse failure is the timer's
+            for e in prof.events():
+                if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() >= 0:
+                    kernels.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+        except Exception as e:  # noqa: BLE001
+            raise TimerError(f"cupti timer: could not read the profiler's events: {type(e).__name__}: {e}") from e
+        kernels.sort()
+        per_call: list[float] = []
+        for start, name, dur in kernels:
+            if FLUSH_KERNEL in name:
+                per_call.append(0.0)
+            elif per_call:
+                per_call[-1] += float(dur)
+        if len(per_call) != len(calls):
+            raise TimerError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls")
+        return per_call
+
+    # -- host-inclusive latency and the memory ceiling -----------------------------------------------
+
+    def sync_latency(self, call: Callable[[], object], n: int = 3) -> float:
+        """Median of n calls, each: flush, synchronize, event, call, event (flashinfer-bench 0.1.2's way)."""
+        out = []
+        for _ in range(n):
+            # Events are created lazily on first record: prime them, or the end event's creation
+            # (a driver call) lands inside the timed interval.
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            e.record()
+            self.flush()
+            torch.cuda.synchronize()
+            s.record()
+            call()
+            e.record()
+            torch.cuda.synchronize()
+            out.append(s.elapsed_time(e) * 1000.0)
+        return _median(out)
+
+    def bandwidth(self) -> float:
+        """Measured device-memory bandwidth in bytes/s: a large device-to-device copy, read + write."""
+        if self._bandwidth is None:
+            free, _ = torch.cuda.mem_get_info()
+            nbytes = int(min(1 << 30, free // 8)) // 4 * 4
+            src = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda").fill_(1)
+            dst = torch.empty_like(src)
+            best = math.inf
+            for _ in range(5):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                dst.copy_(src)
+                e.record()
+                torch.cuda.synchronize()
+                best = min(best, s.elapsed_time(e) / 1000.0)
+            self._bandwidth = 2 * nbytes / best
+            del src, dst
+        return self._bandwidth

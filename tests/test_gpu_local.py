@@ -1,0 +1,135 @@
+"""The local backend's plumbing on CPU: which GPU a job gets, its environment, one job per GPU."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from autogk_git import config as config_mod
+from autogk_git.bench.backends import get_backend, local
+from autogk_git.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def locks(tmp_path, monkeypatch):
+    monkeypatch.setenv(local.LOCK_DIR_ENV, str(tmp_path / "locks"))
+
+
+def fake_worker(calls, hold_s=0.3):
+    def run_worker(job, env, timeout_s, extra_files=None):
+        t0 = time.monotonic()
+        time.sleep(hold_s)
+        calls.append({"gpu": env["CUDA_VISIBLE_DEVICES"], "interp": env.get("TRITON_INTERPRET"), "job": job,
+                      "span": (t0, time.monotonic())})
+        return {"labels": {}, "environment": {}, "attempts": 1, "records": []}
+    return run_worker
+
+
+def job():
+    return {"stage": "ab", "settings": {"trials": 3}, "sources": {}, "workloads": []}
+
+
+def test_gpu_setting_and_its_environment_override(monkeypatch):
+    assert local.parse_gpus("0, 2") == ["0", "2"]
+    with pytest.raises(ConfigError, match="not a CUDA device index"):
+        local.parse_gpus("cuda:0")
+    monkeypatch.setenv("AUTOGK_BENCH_GPU", "3")
+    assert local.LocalBackend(config_mod.parse({"bench": {"gpu": "0,1"}})).gpus == ["3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    assert local.parse_gpus("") == ["4", "5"]
+    assert local.parse_gpus("1") == ["5"]  # indices count within the visible GPUs, as in CUDA
+    with pytest.raises(ConfigError, match="shows only 2"):
+        local.parse_gpus("2")
+
+
+def test_the_worker_sees_only_its_gpu_and_timed_settings(monkeypatch):
+    calls = []
+    monkeypatch.setattr(local.runner, "run_worker", fake_worker(calls, 0.0))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    b = get_backend("local", config_mod.parse({"bench": {"gpu": "1", "min_rounds": 7, "timer": "cudagraph"}}))
+    assert b.name == "local" and b.timing is True
+    out = b.run(job(), 60)
+    (c,) = calls
+    assert c["gpu"] == "1" and c["interp"] is None
+    s = c["job"]["settings"]
+    assert s["timed"] and s["device"] == "cuda" and s["min_rounds"] == 7 and s["timer"] == "cudagraph"
+    assert s["trials"] == 3 and out["gpu"] == "1" and out["gpu_s"] >= 0
+
+
+def test_one_job_per_gpu_two_gpus_run_two_at_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(local.runner, "run_worker", fake_worker(calls))
+    one = local.LocalBackend(config_mod.parse({"bench": {"gpu": "0"}}))
+    threads = [threading.Thread(target=one.run, args=(job(), 60)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    spans = sorted(c["span"] for c in calls)
+    assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:]))  # serialized on GPU 0
+    calls.clear()
+    two = local.LocalBackend(config_mod.parse({"bench": {"gpu": "0,1"}}))
+    threads = [threading.Thread(target=two.run, args=(job(), 60)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(c["gpu"] for c in calls) == ["0", "1"]
+    (a0, a1), (b0, b1) = sorted(c["span"] for c in calls)
+    assert b0 < a1  # overlapping: one per GPU, both GPUs busy
+
+
+def test_no_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(local, "visible_gpus", lambda: [])
+    b = local.LocalBackend(config_mod.parse({"bench": {}}))
+    with pytest.raises(ConfigError, match="no CUDA GPU"):
+        b.run(job(), 60)
+
+
+class CpuTimedBackend:
+    """The local backend's job shape, run on CPU with the worker's host-clock timer (tests only)."""
+
+    name = "local"
+    timing = True
+
+    def eligible(self, definition, workloads):
+        return list(workloads), []
+
+    def run(self, job, timeout_s):
+        import os
+        from autogk_git.bench import runner
+        job = dict(job, settings={**job["settings"], "timed": True, "device": "cpu", "reps": 2, "warmup": 1,
+                                  "host_calls": 2, "min_rounds": 2, "max_rounds": 3})
+        t0 = time.monotonic()
+        out = runner.run_worker(job, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), timeout_s)
+        out["gpu_s"] = round(time.monotonic() - t0, 3)
+        return out
+
+
+def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project):
+    import subprocess
+    from autogk_git.bench.stages import benchmark
+    from autogk_git.commands.show import workload_table
+    from autogk_git.loop.paired import PairedRatioRule
+    from autogk_git.project import Project
+
+    kernel = project / "kernels" / "scale" / "kernel.py"
+    parent = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    kernel.write_text(kernel.read_text().replace("BLOCK = 64", "BLOCK = 128"))
+    subprocess.run(["git", "commit", "-qam", "BLOCK 128"], cwd=project, check=True)
+    cand = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    p = Project(project)
+    bench = benchmark(p.root, p.target("scale"), CpuTimedBackend(), cand, parent, p.config, seed=5)
+    assert bench["correct"] and list(bench["stages"]) == ["quick", "stride", "ab"]
+    ab = bench["stages"]["ab"]["ab"]
+    assert 2 <= ab["rounds"] <= 3 and ab["ci_low"] <= ab["ratio"] <= ab["ci_high"]
+    for w in bench["stages"]["stride"]["workloads"]["candidate"].values():
+        assert w["speedup_vs_reference"] > 0 and w["method"] == "host"
+    for w in bench["stages"]["ab"]["workloads"]["candidate"].values():
+        assert w["ratio_vs_parent"] > 0 and len(w["samples_us"]) == ab["rounds"]
+    assert bench["cost"]["gpu_s"] > 0
+    v = PairedRatioRule().decide(bench, p.config)
+    assert v["decision"] in ("keep", "revert") and v["rounds"] == ab["rounds"] and v["gpu_s"] == bench["cost"]["gpu_s"]
+    table = "\n".join(workload_table({"stages": bench["stages"], "skipped": []}))
+    assert "ab" in table and "-" not in table.splitlines()[-1].split()[-1]  # ratio column filled

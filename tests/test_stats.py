@@ -1,0 +1,94 @@
+"""The ab statistics on synthetic rounds with a known truth: quantiles, coverage, error rates, power."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from autogk_git.bench import stats
+
+
+@pytest.mark.parametrize("p,df,want", [(0.975, 1, 12.7062), (0.975, 4, 2.7764), (0.995, 10, 3.1693),
+                                       (0.95, 30, 1.6973), (0.999, 7, 4.7853), (0.5, 3, 0.0)])
+def test_t_quantile_matches_tables(p, df, want):
+    assert stats.t_quantile(p, df) == pytest.approx(want, abs=2e-4)
+    assert stats.t_quantile(1 - p, df) == pytest.approx(-want, abs=2e-4)
+
+
+def test_look_schedule_is_geometric_and_ends_at_the_budget():
+    assert stats.look_schedule(5, 40) == [5, 8, 12, 18, 27, 40]
+    assert stats.look_schedule(3, 3) == [3]
+    assert stats.look_schedule(1, 4) == [2, 3, 4]
+
+
+def simulate(true_ratio: float, sd: float, seed: int, min_rounds=5, max_rounds=40, min_effect=0.01):
+    rng = random.Random(seed)
+    seq = stats.Sequential(min_rounds, max_rounds, 0.95, min_effect)
+    while True:
+        # Three workloads per round, each a paired log ratio with noise, plus round-level drift that
+        # pairing must cancel (it hits parent and candidate alike).
+        drift = rng.gauss(0, 0.05)
+        pairs = []
+        for _ in range(3):
+            p = math.exp(drift + rng.gauss(0, sd))
+            pairs.append((p, p * true_ratio * math.exp(rng.gauss(0, sd))))
+        if seq.add(stats.round_log_ratios([pairs])[0]):
+            return seq.summary()
+
+
+def test_fixed_n_interval_covers_the_truth_at_its_level():
+    rng = random.Random(1)
+    hits = 0
+    n_sim = 2000
+    for _ in range(n_sim):
+        xs = [rng.gauss(0.0, 1.0) for _ in range(6)]
+        _, lo, hi = stats.mean_interval(xs, 0.95)
+        hits += lo <= 0.0 <= hi
+    assert 0.93 <= hits / n_sim <= 0.97
+
+
+def test_a_against_a_is_rarely_kept_or_called_a_regression():
+    outcomes = [simulate(1.0, 0.02, seed)["outcome"] for seed in range(1500)]
+    assert outcomes.count("keep") / len(outcomes) <= 0.01
+    assert outcomes.count("regression") / len(outcomes) <= 0.01
+
+
+def test_a_five_percent_gain_is_kept_and_a_loss_is_a_regression():
+    faster = [simulate(0.95, 0.02, seed) for seed in range(300)]
+    slower = [simulate(1.05, 0.02, seed) for seed in range(300)]
+    assert sum(s["outcome"] == "keep" for s in faster) / 300 >= 0.95
+    assert sum(s["outcome"] == "regression" for s in slower) / 300 >= 0.95
+    # Decisive runs stop early: most at the first or second look.
+    assert sorted(s["rounds"] for s in faster)[150] <= 8
+
+
+def test_sequential_stops_only_on_looks_and_says_why():
+    seq = stats.Sequential(5, 40, 0.95, 0.01)
+    for i in range(4):
+        assert seq.add(-0.2 + 0.001 * i) is None  # before min_rounds: no decision, however clear
+    assert seq.add(-0.2) == "keep"
+    s = seq.summary()
+    assert s["rounds"] == 5 and s["looks"] == [5] and s["ci_high"] < 0.99 and s["outcome"] == "keep"
+
+
+def test_futility_and_budget_stops():
+    seq = stats.Sequential(5, 40, 0.95, 0.05)
+    why = None
+    for i in range(40):
+        why = seq.add(0.001 * (-1) ** i)  # ratio ~1, tight: a 5% gain is out of reach
+        if why:
+            break
+    assert why == "futile" and seq.summary()["outcome"] == "inconclusive"
+    seq = stats.Sequential(2, 4, 0.95, 0.01)
+    rng = random.Random(3)
+    for _ in range(4):
+        why = seq.add(rng.gauss(0, 0.5))
+    assert why == "budget" and seq.summary()["rounds"] == 4
+
+
+def test_classify_is_the_verdict_rule():
+    assert stats.classify(0.90, 0.985, 0.01) == "keep"
+    assert stats.classify(0.90, 0.995, 0.01) == "inconclusive"
+    assert stats.classify(1.001, 1.05, 0.01) == "regression"
+    assert stats.classify(0.99, 1.01, 0.01) == "inconclusive"

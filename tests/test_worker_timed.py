@@ -1,0 +1,134 @@
+"""The worker's timed path and anti-gaming checks, on CPU.
+
+Planted Triton kernels run under the interpreter in a real worker subprocess; the timed rounds run
+in-process with pure-torch kernels and the worker's host-clock timer (the local backend never uses
+that timer; here it stands in for the GPU's so the rounds, the schema and the stopping are tested)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from autogk_git.bench import runner  # noqa: E402
+from autogk_git.bench import worker as W  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+DEF = json.loads((DATA / "scale" / "definition.json").read_text())
+WLS = [json.loads(l)["workload"] for l in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()]
+
+
+def honest(x, bias, scale, out):
+    torch.add(x * scale, bias, out=out)
+
+
+def slow(x, bias, scale, out):
+    time.sleep(0.002)
+    torch.add(x * scale, bias, out=out)
+
+
+def lazy_after(n):
+    calls = [0]
+
+    def run(x, bias, scale, out):
+        calls[0] += 1
+        if calls[0] <= n:
+            torch.add(x * scale, bias, out=out)
+    return run
+
+
+def job(stage, workloads=None, **settings):
+    s = {"device": "cpu", "timed": True, "trials": 2, "reps": 4, "warmup": 1, "min_rounds": 3, "max_rounds": 8,
+         "min_effect": 0.01, "confidence": 0.95}
+    s.update(settings)
+    return {"version": 1, "stage": stage, "definition": DEF, "workloads": workloads or WLS[:2], "sources": {},
+            "generator": None, "blob_root": ".", "settings": s, "seed": 11}
+
+
+def run_inprocess(j, kernels):
+    recs, summary, at = {}, {}, []
+
+    def emit(**r):
+        ev = r.pop("event")
+        if ev == "done":
+            recs[f"{r['label']}:{r['uuid']}"] = r
+        elif ev in ("ab", "timing"):
+            summary.update(r)
+        elif ev == "at":
+            at.append((r["label"], r["uuid"]))
+
+    W.run_timed(j, {k: (v, None) for k, v in kernels.items()}, W.Inputs(j, "cpu", None),
+                W.load_reference(DEF), "cpu", None, emit)
+    return recs, summary, at
+
+
+def test_planted_cheats_are_rejected_with_a_status_that_says_why():
+    names = ["honest", "cache_by_pointer", "partial_write", "changes_input", "early_return_seen"]
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 2, "device": "cpu"},
+         "sources": {n: {"kernel.py": (DATA / "cheats" / f"{n}.py").read_text()} for n in names}}
+    out = runner.run_worker(j, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), 300)
+    got = {label: next(iter(w.values())) for label, w in out["labels"].items()}
+    assert got["honest"]["status"] == "PASSED"
+    assert got["cache_by_pointer"]["status"] == "INCORRECT_NUMERICAL"
+    assert "new values in the same input and output buffers" in got["cache_by_pointer"]["message"]
+    assert got["partial_write"]["status"] == "INCORRECT_NUMERICAL" and "NaN" in got["partial_write"]["message"]
+    assert got["changes_input"]["status"] == "INPUT_MODIFIED" and "input x" in got["changes_input"]["message"]
+    assert got["early_return_seen"]["status"] == "INCORRECT_NUMERICAL"
+    assert "already seen" in got["early_return_seen"]["message"]
+
+
+def test_ab_rounds_record_paired_samples_and_an_interval():
+    recs, s, at = run_inprocess(job("ab"), {"parent": honest, "candidate": honest})
+    assert s["baseline"] == "parent" and s["timer"] == "host" and 3 <= s["rounds"] <= 8
+    assert s["ci_low"] <= s["ratio"] <= s["ci_high"] and len(s["round_log_ratios"]) == s["rounds"]
+    for u in (WLS[0]["uuid"], WLS[1]["uuid"]):
+        c, p = recs[f"candidate:{u}"], recs[f"parent:{u}"]
+        assert c["status"] == p["status"] == "PASSED"
+        assert len(c["samples_us"]) == len(p["samples_us"]) == s["rounds"]
+        assert c["latency_us"] > 0 and c["host_latency_us"] > 0 and c["ratio_vs_parent"] > 0
+        assert c["ratio_ci"][0] <= c["ratio_vs_parent"] <= c["ratio_ci"][1]
+        assert c["calls_per_round"] == 4 and c["method"] == "host"
+    # Both orders happen: the label timed first alternates at random across rounds and workloads.
+    firsts = {at[i][0] for i in range(0, len(at), 2)}
+    assert firsts == {"parent", "candidate"}
+
+
+def test_a_clear_regression_stops_at_the_first_look():
+    recs, s, _ = run_inprocess(job("ab", workloads=WLS[:1]), {"parent": honest, "candidate": slow})
+    assert s["stopped"] == "regression" and s["rounds"] == 3 and s["outcome"] == "regression"
+    assert recs[f"candidate:{WLS[0]['uuid']}"]["ratio_vs_parent"] > 1.5
+
+
+def test_a_kernel_that_skips_work_once_timed_fails_in_the_timed_calls():
+    recs, s, _ = run_inprocess(job("ab", workloads=WLS[:1]), {"parent": honest, "candidate": lazy_after(8)})
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"] and "poison" in c["message"]
+    assert s["rounds"] == 0 and s["outcome"] == "inconclusive"
+
+
+def test_stride_times_the_reference_for_a_speedup():
+    recs, s, _ = run_inprocess(job("stride", workloads=WLS[3:4]), {"candidate": honest})
+    c = recs[f"candidate:{WLS[3]['uuid']}"]
+    assert s["baseline"] == "reference" and c["rounds"] == 3
+    assert c["speedup_vs_reference"] == pytest.approx(c["reference_latency_us"] / c["latency_us"])
+
+
+def test_a_latency_below_the_byte_floor_is_flagged(monkeypatch):
+    monkeypatch.setattr(W.HostTimer, "bandwidth", lambda self: 1e3)  # 1 kB/s: every timing is "too fast"
+    recs, _, _ = run_inprocess(job("stride", workloads=WLS[3:4]), {"candidate": honest})
+    c = recs[f"candidate:{WLS[3]['uuid']}"]
+    assert c["status"] == "BELOW_FLOOR" and "physical floor" in c["message"]
+    assert c["floor_us"] == pytest.approx(4096 * 4 * 3 / 1e3 * 1e6)
+
+
+def test_floor_bytes_counts_outputs_and_inputs_or_only_integers_when_gathering():
+    assert W.floor_bytes(DEF, {"n": 10}) == (120, "outputs + inputs, each once")
+    gather = {"inputs": {"table": {"shape": ["n", "d"], "dtype": "float32"}, "idx": {"shape": ["k"], "dtype": "int32"}},
+              "outputs": {"out": {"shape": ["k", "d"], "dtype": "float32"}}}
+    nb, rule = W.floor_bytes(gather, {"n": 1000, "d": 4, "k": 2})
+    assert nb == 2 * 4 * 4 + 2 * 4 and "integer" in rule
