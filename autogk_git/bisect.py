@@ -59,6 +59,7 @@ class Measure:
     why: str = ""
     latencies: dict[str, list[float]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    fresh: bool = False   # benchmarked just now (not serialized: a reuse is not a benchmark)
 
     def latency(self) -> dict[str, float]:
         return {u: statistics.median(v) for u, v in self.latencies.items() if v}
@@ -142,7 +143,7 @@ def measure(root: Path, target_name: str, commit: str, tree: str | None, state: 
     line = (f"autogk bisect {target_name}: {commit[:10]} "
             f"{'correct' if record['correct'] else 'INCORRECT'} on the {bench['backend']} backend")
     repo.write_note(root, NOTES_BISECT, commit, line + "\n\n" + json.dumps(record, indent=1, sort_keys=True) + "\n")
-    fresh = Measure()
+    fresh = Measure(fresh=True)
     _add(fresh, record, "candidate", f"benchmarked {commit[:10]} on {bench['backend']}")
     return fresh
 
@@ -169,7 +170,8 @@ def judge(root: Path, commit: str, state: dict[str, Any], say: Say) -> dict[str,
     if tree is None:
         return {"commit": commit, "verdict": "skip", "code": SKIP, "why": f"no kernels/{target} in this commit"}
     m = measure(root, target, commit, tree, state, say)
-    out = {"commit": commit, "tree": tree, "measure": m.as_dict(), "source": "; ".join(m.sources[:2]) or "unknown"}
+    out = {"commit": commit, "tree": tree, "measure": m.as_dict(), "benchmarked": m.fresh,
+           "source": "; ".join(m.sources[:2]) or "unknown"}
     if m.correct is False:
         return {**out, "verdict": "bad", "code": BAD, "why": f"incorrect: {m.why}"[:400]}
     if m.correct is None and state["mode"] == "correctness":
@@ -261,6 +263,8 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
                 raise AutogkError(f"no latency for GOOD ({good}): {base.why}",
                                   "bisect on a GPU backend (--backend local or modal), or drop --threshold")
             state["baseline"] = base.latency()
+            if g_tree:  # judging GOOD below reuses this measurement
+                state["table"][g_tree] = base.as_dict()
             if workload and not any(u.startswith(workload) for u in state["baseline"]):
                 raise AutogkError(f"GOOD has no timing for workload {workload}",
                                   f"timed workloads: {', '.join(u[:8] for u in state['baseline'])}")
@@ -298,8 +302,8 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
     if first is None and "first bad commit could be any of" in out:
         candidates = [ln.strip() for ln in out.split("first bad commit could be any of:")[1].splitlines()
                       if len(ln.strip()) == 40]
-    bench_steps = [s for s in steps if "benchmarked" in s.get("source", "")]
-    reused = [s for s in steps if s.get("source") and "benchmarked" not in s["source"]]
+    bench_steps = [s for s in steps if s.get("benchmarked")]
+    reused = [s for s in steps if s.get("source") and not s.get("benchmarked")]
     if proc.returncode != 0 and first is None and not candidates:
         raise AutogkError(f"git bisect run stopped: {out.strip().splitlines()[-1] if out.strip() else proc.returncode}",
                           "see the steps above; fix the benchmark setup (`autogk doctor`) and run again")

@@ -30,7 +30,8 @@ def bisect(good, bad, target, workload, threshold, backend, as_json) -> int:
         click.echo(json.dumps(out.as_dict(), indent=1))
         return 0
     for s in out.steps:
-        click.echo(f"  {s['commit'][:10]} {s['verdict']:<5} {s['why'][:160]}  [{s.get('source', '')[:80]}]")
+        how = "benchmarked now" if s.get("benchmarked") else f"from {s.get('source', '')[:80]}"
+        click.echo(f"  {s['commit'][:10]} {s['verdict']:<5} {s['why'][:160]}  [{how}]")
     click.echo(f"{out.message}")
     click.echo(f"{len(out.steps)} commit(s) judged: {out.reused} from notes, {out.benchmarked} benchmarked")
     if out.first_bad:
