@@ -27,6 +27,7 @@ COMMANDS = {
     "pack": "autogk_git.commands.pack:pack",
     "ui": "autogk_git.commands.ui:ui",
     "report": "autogk_git.commands.report:report",
+    "research": "autogk_git.commands.research:research",
 }
 
 

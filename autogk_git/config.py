@@ -39,6 +39,12 @@ def _frac(x: Any) -> bool:
     return 0 <= x < 1
 
 
+def _price_table_ok(table: Any) -> bool:
+    return all(isinstance(k, str) and isinstance(v, list) and len(v) in (2, 4)
+               and all(isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in v)
+               for k, v in table.items())
+
+
 SCHEMA: dict[str, dict[str, Key]] = {
     "project": {
         "trunk": Key(str, "main", "branch holding the best kept kernel"),
@@ -69,7 +75,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "agent": {
         "kind": Key(str, "auto", "who proposes changes; auto: anthropic with ANTHROPIC_API_KEY, else tune",
                     ("auto", "tune", "anthropic", "command")),
-        "model": Key(str, "claude-sonnet-4-5", "model for the anthropic agent"),
+        "model": Key(str, "claude-sonnet-5-5", "model for the anthropic agent (and research, unless [research] model)"),
         "budget_usd": Key(float, 0.0, "stop the loop past this spend; 0: no limit",
                           check=lambda x: x >= 0, rule=">= 0"),
         "max_iterations": Key(int, 0, "stop after this many experiments; 0: no limit",
@@ -77,6 +83,34 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "editable": Key(list, ["kernel.py"], "globs (relative to the target) an agent may change"),
         "command": Key(str, "", "command agent: the CLI to run, e.g. 'claude -p'"),
         "max_turns": Key(int, 30, "anthropic agent: tool-use turns per experiment", check=_pos, rule="> 0"),
+        "max_tokens": Key(int, 1_000_000, "anthropic agent: tokens (input + output) per experiment; 0: no limit",
+                          check=lambda x: x >= 0, rule=">= 0"),
+        "max_output_tokens": Key(int, 8192, "anthropic agent: output tokens per request", check=_pos, rule="> 0"),
+        "retries": Key(int, 5, "anthropic agent: retries of a request on 429, 529, 5xx and timeouts",
+                       check=lambda x: x >= 0, rule=">= 0"),
+        "retry_max_s": Key(float, 60.0, "anthropic agent: longest wait between retries, in seconds",
+                           check=_pos, rule="> 0"),
+        "timeout_s": Key(float, 600.0, "anthropic agent: one request's time limit in seconds", check=_pos, rule="> 0"),
+        "prices": Key(dict, {}, "USD per million tokens by model prefix, [input, output(, cache write, cache read)]; "
+                      "merged over the built-in table", check=lambda d: _price_table_ok(d),
+                      rule='a table like {"my-model" = [3.0, 15.0]}'),
+        "docs": Key(list, [], "repo-relative globs agents may read besides the target's files, e.g. ['docs/*.md']"),
+        "command_timeout_s": Key(int, 1800, "command agent: time limit of one CLI run in seconds",
+                                 check=_pos, rule="> 0"),
+    },
+    "research": {
+        "agent": Key(str, "auto", "who writes research plans; auto: anthropic with ANTHROPIC_API_KEY, else offline",
+                     ("auto", "anthropic", "offline")),
+        "model": Key(str, "", "model for research plans; empty: [agent] model"),
+        "max_turns": Key(int, 15, "research agent: tool-use turns per plan", check=_pos, rule="> 0"),
+        "plateau": Key(int, 5, "plateau trigger: this many experiments in a row within plateau_tol; 0: off",
+                       check=lambda x: x >= 0, rule=">= 0"),
+        "plateau_tol": Key(float, 0.05, "plateau trigger: relative spread of their figures", check=_frac,
+                           rule="in [0, 1)"),
+        "wall": Key(int, 3, "correctness-wall trigger: this many incorrect experiments in a row; 0: off",
+                    check=lambda x: x >= 0, rule=">= 0"),
+        "repeat": Key(bool, True, "repeat trigger: a proposal repeats a kernel already tried"),
+        "follow": Key(int, 3, "experiments that follow (and link to) one plan", check=_pos, rule="> 0"),
     },
     "tracking": {
         "enabled": Key(bool, True, "log results to MLflow"),
@@ -146,6 +180,8 @@ def _toml(v: Any) -> str:
         return f'"{v}"'
     if isinstance(v, list):
         return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_toml(k)} = {_toml(x)}" for k, x in v.items()) + "}"
     return repr(v)
 
 
@@ -164,6 +200,12 @@ def _from_env(spec: Key, raw: str) -> Any:
             return raw
     if spec.type is list:
         return [p.strip() for p in raw.split(",") if p.strip()]
+    if spec.type is dict:  # a JSON object, e.g. AUTOGK_AGENT_PRICES='{"my-model": [1, 5]}'
+        import json
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
     return raw
 
 

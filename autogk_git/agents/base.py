@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
+from autogk_git.errors import AgentError
 from autogk_git.project import Target
 
 
@@ -19,6 +20,9 @@ class Context:
     plan: str | None = None            # a pending research plan (markdown), if any
     config: Any = None                 # the project's Config
     check: Any = None                  # callable(worktree) -> quick-check summary dict, for agents that test
+    plan_id: str | None = None         # the commit the pending plan annotates (linked by an Autogk-Plan trailer)
+    artifacts: dict[str, Path] = field(default_factory=dict)  # analysis reports by name, e.g. "workloads"
+    say: Callable[[str], None] | None = None  # progress lines for the person watching
 
 
 @dataclass
@@ -29,6 +33,14 @@ class Proposal:
     rationale: str = ""                # markdown: why, written as the plan note
     changed: bool = True
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cost_usd, turns, requests
+
+
+class AgentStopped(AgentError):
+    """An agent ran out of turns, tokens or retries before proposing; `usage` is what it spent."""
+
+    def __init__(self, message: str, hint: str | None = None, usage: dict[str, Any] | None = None) -> None:
+        super().__init__(message, hint)
+        self.usage = usage or {}
 
 
 class Agent(Protocol):

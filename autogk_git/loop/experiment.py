@@ -115,7 +115,8 @@ def remove_worktree(project: Project, path: Path) -> None:
 
 
 def commit_change(project: Project, wt: Path, target: Target, number: int, branch: str,
-                  hypothesis: str, rationale: str, agent: str, parent: str) -> tuple[str, str]:
+                  hypothesis: str, rationale: str, agent: str, parent: str,
+                  extra_trailers: dict[str, str] | None = None) -> tuple[str, str]:
     """Commit the agent's change (editable files only) and name the branch; returns (sha, branch)."""
     git("add", "-A", "--", target.rel, cwd=wt)
     staged = [p for p in git("diff", "--cached", "--name-only", cwd=wt).splitlines() if p]
@@ -131,6 +132,8 @@ def commit_change(project: Project, wt: Path, target: Target, number: int, branc
         raise AutogkError("the agent made no change", "nothing to benchmark")
     trailers = (f"Autogk-Experiment: {number}\nAutogk-Target: {target.name}\nAutogk-Agent: {agent}\n"
                 f"Autogk-Parent: {parent}")
+    for k, v in (extra_trailers or {}).items():
+        trailers += f"\n{k}: {v}"
     body = rationale.strip().splitlines()
     summary = "\n".join(body[:40]) if body else ""
     env = {LOOP_ENV: "1", **identity_env(project.root)}

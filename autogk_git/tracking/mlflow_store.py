@@ -211,10 +211,32 @@ def server_command(project, host: str, port: int) -> tuple[list[str], dict[str, 
     return cmd, env
 
 
-def experiment_ids(project) -> dict[str, str]:
-    """{target: MLflow experiment id} for the targets logged so far."""
+def log_loop(project, report: dict[str, Any], started: float, agent: str) -> str:
+    """One run per `autogk iterate` in the experiment `autogk/<target>/loops`: the loop's totals and why it stopped."""
+    from mlflow.entities import Metric, RunTag
+
     client = _client(project)
-    out = {}
-    for exp in client.search_experiments(filter_string="name LIKE 'autogk/%'"):
-        out[exp.name.split("/", 1)[1]] = exp.experiment_id
-    return out
+    target = report["target"]
+    name = experiment_name(target) + "/loops"
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        art = project.artifact_root() / target / "loops"
+        art.mkdir(parents=True, exist_ok=True)
+        exp_id = client.create_experiment(name, artifact_location=art.as_uri(), tags={"autogk.target": target})
+    else:
+        exp_id = exp.experiment_id
+    exps = report.get("experiments", [])
+    counts = {"experiments": len(exps), "kept": sum(e.get("decision") == "keep" for e in exps),
+              "reverted": sum(e.get("decision") == "revert" for e in exps),
+              "repeats": sum(e.get("decision") == "repeat" for e in exps),
+              "research_plans": len(report.get("research", []))}
+    usage = {k: v for k, v in (report.get("usage") or {}).items()
+             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    tags = {"autogk.target": target, "autogk.agent": agent, "autogk.stop_reason": report.get("stop_reason", "")[:500],
+            "autogk.experiments": " ".join(str(e.get("number")) for e in exps)[:500]}
+    run = client.create_run(exp_id, tags=tags, run_name=f"loop {agent} x{len(exps)}", start_time=int(started * 1000))
+    metrics = [Metric(k, float(v), 0, 0) for k, v in {**counts, **usage}.items()]
+    metrics.append(Metric("cost_usd", float(report.get("cost_usd", 0.0)), 0, 0))
+    client.log_batch(run.info.run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
+    client.set_terminated(run.info.run_id, status="FAILED" if report.get("failed") else "FINISHED")
+    return run.info.run_id

@@ -1,0 +1,133 @@
+"""An external coding CLI as the agent: `claude -p`, `codex exec`, or any program that edits files.
+
+autogk runs `[agent] command` in the experiment's worktree with a generated prompt, then keeps what
+changed inside the target's editable files and undoes (with a message) everything else. The prompt is
+passed as the last argument, or where the command says `{prompt}` (the text) or `{prompt_file}` (a file
+holding it). Examples (see docs/agents.md):
+
+    command = "claude -p --permission-mode acceptEdits"
+    command = "codex exec --full-auto"
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from autogk_git.agents import prompts
+from autogk_git.agents.base import Context, Proposal
+from autogk_git.errors import AgentError, ConfigError
+from autogk_git.git.run import git
+
+TAIL = 4000  # characters of the CLI's output kept in the plan note
+
+
+def changed_paths(worktree: Path) -> list[tuple[str, str]]:
+    """(status, repo-relative path) of every change in the worktree, untracked files included."""
+    out = git("status", "--porcelain", "--untracked-files=all", "-z", cwd=worktree)
+    items, parts, i = [], out.split("\0"), 0
+    while i < len(parts):
+        entry = parts[i]
+        i += 1
+        if not entry:
+            continue
+        status, path = entry[:2], entry[3:]
+        if status[0] in "RC":  # a rename carries its source as the next field
+            items.append(("D ", parts[i]))
+            i += 1
+        items.append((status, path))
+    return items
+
+
+def undo(worktree: Path, paths: list[tuple[str, str]]) -> None:
+    """Put the given paths back as the commit has them; delete the untracked ones."""
+    tracked = [p for s, p in paths if s != "??"]
+    if tracked:
+        git("checkout", "-q", "HEAD", "--", *tracked, cwd=worktree)
+        git("reset", "-q", "HEAD", "--", *tracked, cwd=worktree)
+    for s, p in paths:
+        if s == "??":
+            full = worktree / p
+            if full.is_symlink() or full.is_file():
+                full.unlink()
+
+
+class CommandAgent:
+    name = "command"
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.command = (config.agent.command or "").strip()
+        if not self.command:
+            raise ConfigError("the command agent needs a command to run",
+                              'set [agent] command in .autogk.toml, e.g. command = "claude -p", '
+                              "or AUTOGK_AGENT_COMMAND")
+
+    def argv(self, prompt: str, prompt_file: Path) -> list[str]:
+        args = shlex.split(self.command)
+        if any("{prompt}" in a or "{prompt_file}" in a for a in args):
+            return [a.replace("{prompt_file}", str(prompt_file)).replace("{prompt}", prompt) for a in args]
+        return [*args, prompt]
+
+    def propose(self, ctx: Context) -> Proposal:
+        say = ctx.say or (lambda s: None)
+        t = ctx.target
+        inspector = ctx.artifacts.get("workloads")
+        with tempfile.TemporaryDirectory(prefix="autogk-command-") as tmp:
+            hyp_file = Path(tmp) / "hypothesis.txt"
+            prompt_file = Path(tmp) / "prompt.md"
+            prompt = prompts.command_prompt(ctx, inspector.read_text() if inspector and inspector.exists() else None,
+                                            str(hyp_file))
+            prompt_file.write_text(prompt)
+            env = {**os.environ, "AUTOGK_PROMPT_FILE": str(prompt_file), "AUTOGK_HYPOTHESIS_FILE": str(hyp_file),
+                   "AUTOGK_WORKTREE": str(ctx.worktree), "AUTOGK_TARGET_DIR": str(t.dir),
+                   "AUTOGK_EDITABLE": ",".join(f"{t.rel}/{g}" for g in t.editable),
+                   "AUTOGK_EXPERIMENT": str(ctx.number)}
+            argv = self.argv(prompt, prompt_file)
+            say(f"  running {shlex.join(argv[:-1] if argv[-1] == prompt else argv)} <prompt> in {ctx.worktree}")
+            timeout = self.config.agent.command_timeout_s
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.run(argv, cwd=str(ctx.worktree), env=env, capture_output=True, text=True,
+                                      timeout=timeout, stdin=subprocess.DEVNULL)
+            except FileNotFoundError:
+                raise AgentError(f"the command agent's program '{argv[0]}' was not found",
+                                 "install it or fix [agent] command (AUTOGK_AGENT_COMMAND)") from None
+            except subprocess.TimeoutExpired:
+                raise AgentError(f"'{argv[0]}' ran past {timeout} s and was stopped",
+                                 "raise [agent] command_timeout_s, or ask for a smaller change") from None
+            hypothesis = hyp_file.read_text().strip().splitlines()[0].strip() if hyp_file.exists() and \
+                hyp_file.read_text().strip() else ""
+        output = (proc.stdout or "").strip()
+        if proc.returncode != 0:
+            undo(ctx.worktree, changed_paths(ctx.worktree))
+            tail = ((proc.stderr or "") + "\n" + output).strip()[-800:]
+            raise AgentError(f"'{argv[0]}' exited with code {proc.returncode}: {tail}",
+                             "run the command by hand in a checkout to see what it needs")
+        changes = changed_paths(ctx.worktree)
+        inside = [(s, p) for s, p in changes if t.is_editable(p)]
+        outside = [c for c in changes if c not in inside]
+        notes = []
+        if outside:
+            undo(ctx.worktree, outside)
+            msg = (f"discarded changes outside the editable files ({t.rel}/{{{','.join(t.editable)}}}): "
+                   + ", ".join(p for _, p in outside))
+            say(f"  {msg}")
+            notes.append(msg)
+        if not inside:
+            return Proposal("no change", f"`{self.command}` changed no editable file.\n\n{output[-TAIL:]}\n"
+                            + "\n".join(notes), changed=False)
+        if not hypothesis:
+            lines = [line.strip() for line in output.splitlines() if line.strip()]
+            hypothesis = lines[-1] if lines else f"{argv[0]}: change to {', '.join(p for _, p in inside)}"
+        hypothesis = " ".join(hypothesis.split())[:200]
+        rationale = (f"## Plan (command agent: `{self.command}`, experiment {ctx.number:04d})\n\n"
+                     f"{hypothesis}\n\n### Output (tail)\n\n```\n{output[-TAIL:]}\n```\n")
+        if notes:
+            rationale += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+        if ctx.plan_id:
+            rationale += f"\nFollows the research plan on {ctx.plan_id[:10]}.\n"
+        return Proposal(hypothesis, rationale, usage={"command_s": round(time.monotonic() - t0, 2)})
