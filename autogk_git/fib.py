@@ -1,6 +1,7 @@
 """flashinfer-bench: the only module that imports it (lazily; it pulls in torch)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from autogk_git.errors import TargetError
@@ -30,3 +31,35 @@ def validate(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> str
             raise TargetError(f"flashinfer-bench rejects workload {w.get('uuid')}:\n{e}",
                               "fix that workload line") from None
     return f"flashinfer-bench accepts the definition and {len(workloads)} workload(s)"
+
+
+def pack_solution(definition_name: str, sources: dict[str, str], name: str, author: str,
+                  description: str, entry_point: str = "kernel.py::run") -> dict[str, Any]:
+    """A Solution JSON built by flashinfer-bench's own packer and checked again by its model."""
+    if not available():
+        raise TargetError("flashinfer-bench is not installed, so its packer cannot check the Solution",
+                          "pip install --no-deps flashinfer-bench==0.1.2 pydantic docstring-parser")
+    import tempfile
+    from pathlib import Path
+
+    from flashinfer_bench.agents.solution_handler import pack_solution_from_files
+    from flashinfer_bench.data import BuildSpec, Solution
+    from pydantic import ValidationError
+
+    if entry_point.split("::")[0] not in sources:
+        raise TargetError(f"the entry point {entry_point} names a file the kernel does not have",
+                          f"files: {', '.join(sorted(sources))}")
+    spec = BuildSpec(language="triton", target_hardware=["cuda"], entry_point=entry_point,
+                     dependencies=[], destination_passing_style=True)
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in sources.items():
+            (Path(d) / rel).write_text(text)
+        try:
+            sol = pack_solution_from_files(d, spec, name=name, definition=definition_name, author=author,
+                                           description=description)
+        except (ValueError, ValidationError) as e:
+            raise TargetError(f"flashinfer-bench's packer rejects the kernel: {e}",
+                              "the kernel's files must be flat .py files beside kernel.py") from None
+    data = sol.model_dump(mode="json")
+    Solution.model_validate_json(json.dumps(data))  # what a reader of the file will do
+    return data

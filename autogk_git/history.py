@@ -1,11 +1,22 @@
-"""Reading the experiment history back, in bulk: a handful of git processes however many experiments."""
+"""Reading the experiment history back, in bulk: a handful of git processes however many experiments.
+
+`rows` lists every experiment (refs + result notes); `best` picks the best kept kernel of a target;
+the figure helpers read latencies and ratios out of a result note whether or not it was timed.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import datetime as dt
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from autogk_git import notes, refs
 from autogk_git.git import repo
+from autogk_git.git.run import git
 
 
 @dataclass
@@ -21,15 +32,150 @@ class Row:
     agent: str
     backend: str
     created: str
+    parent: str = ""
+    timed: bool = False
+    latency_us: float | None = None     # geometric mean of the candidate's latencies, when timed
+    ratio: float | None = None          # candidate/parent geomean latency ratio, when timed
+    workload_latency: dict[str, float] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: its deep copies cost seconds at 10,000 rows.
+        return {f: getattr(self, f) for f in ROW_FIELDS}
+
+
+ROW_FIELDS = [f.name for f in fields(Row) if f.name != "workload_latency"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Figures out of one result note (timed or not)
+# ------------------------------------------------------------------------------------------------
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def geomean(values: list[float]) -> float | None:
+    vals = [v for v in values if _num(v) and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def latencies(result: dict[str, Any], label: str = "candidate") -> dict[str, float]:
+    """{workload uuid: latency_us} of one label, from the most paired stage that has any."""
+    stages = result.get("stages") or {}
+    for name in ("ab", "stride", *stages):
+        wls = ((stages.get(name) or {}).get("workloads") or {}).get(label) or {}
+        lat = {u: float(w["latency_us"]) for u, w in wls.items() if _num(w.get("latency_us"))}
+        if lat:
+            return lat
+    return {}
+
+
+RATIO_KEYS = ("geomean_ratio", "ratio", "ratio_geomean", "ratio_median")
+
+
+def ratio_vs_parent(result: dict[str, Any]) -> float | None:
+    """Candidate/parent geomean latency ratio: the verdict's figure when it has one, else computed."""
+    v = result.get("verdict") or {}
+    for k in RATIO_KEYS:
+        if _num(v.get(k)):
+            return float(v[k])
+    ab = (((result.get("stages") or {}).get("ab") or {}).get("workloads") or {}).get("candidate") or {}
+    r = geomean([w.get("ratio_vs_parent") for w in ab.values()])
+    if r is not None:
+        return r
+    cand, par = latencies(result), latencies(result, "parent")
+    common = [u for u in cand if u in par and par[u] > 0]
+    return geomean([cand[u] / par[u] for u in common]) if common else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Every experiment
+# ------------------------------------------------------------------------------------------------
+
+CACHE_VERSION = 2
+
+
+def summarize(res: dict[str, Any]) -> dict[str, Any]:
+    """The part of a result note that listing needs (what the summary cache holds per note blob)."""
+    v = res.get("verdict") or {}
+    lat = latencies(res)
+    return {"decision": v.get("decision", "pending"), "hypothesis": res.get("hypothesis") or "",
+            "figures": v.get("figures", ""), "reason": v.get("reason", ""), "agent": res.get("agent", ""),
+            "backend": res.get("backend", ""), "created": res.get("created") or "", "parent": res.get("parent") or "",
+            "timed": bool(res.get("timing")), "latency_us": geomean(list(lat.values())),
+            "ratio": ratio_vs_parent(res), "lat": lat}
+
+
+def _cache_path(root) -> Path:
+    common = Path(git("rev-parse", "--git-common-dir", cwd=root).strip())
+    return (common if common.is_absolute() else Path(root) / common) / "autogk" / "history-cache.json"
+
+
+def _load_cache(root) -> tuple[Path, dict[str, Any]]:
+    path = _cache_path(root)
+    try:
+        cache = json.loads(path.read_text())
+        if cache.get("version") != CACHE_VERSION:
+            cache = {}
+    except (OSError, ValueError):
+        cache = {}
+    cache.setdefault("notes", {})
+    return path, cache
+
+
+def _save_cache(path: Path, cache: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**cache, "version": CACHE_VERSION}, separators=(",", ":")))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only repository: list without caching
+
+
+def notes_index(root) -> dict[str, dict[str, Any]]:
+    """{annotated commit: summary of its result note}, reading only what the cache does not hold.
+
+    The cache (in the git directory) maps note blob shas to summaries: blobs are content-addressed,
+    so an entry never goes stale. The commit -> blob map is reused while the notes ref has not moved.
+    """
+    path, cache = _load_cache(root)
+    tip = repo.rev(root, refs.NOTES_RESULTS)
+    if tip is None:
+        return {}
+    dirty = False
+    if cache.get("notes_tip") == tip and isinstance(cache.get("map"), dict):
+        nmap = cache["map"]
+    else:
+        nmap = repo.notes_map(root, refs.NOTES_RESULTS)
+        cache.update(notes_tip=tip, map=nmap)
+        dirty = True
+    known = cache["notes"]
+    # Keyed by blob and commit: a note copied onto another commit (amend, rebase) holds a result
+    # measured elsewhere, and notes.parse_result counts only the one measured on that commit.
+    need = {f"{b}:{c}": (b, c) for c, b in nmap.items() if f"{b}:{c}" not in known}
+    if need:
+        blobs = repo.cat_blobs(root, sorted({b for b, _ in need.values()}))
+        for key, (b, c) in need.items():
+            res = notes.parse_result(blobs[b].decode(errors="replace"), c) if b in blobs else None
+            known[key] = summarize(res) if res else None
+        dirty = True
+    if dirty:
+        live = {f"{b}:{c}" for c, b in nmap.items()}
+        cache["notes"] = {k: v for k, v in known.items() if k in live}  # forget notes rewritten since
+        _save_cache(path, cache)
+    return {c: known[f"{b}:{c}"] for c, b in nmap.items() if known.get(f"{b}:{c}")}
 
 
 def rows(root, target: str | None = None, with_results: bool = False) -> list[Row] | tuple[list[Row], dict]:
-    """Every experiment (of one target, or all), ordered by target and number."""
+    """Every experiment (of one target, or all), ordered by target and number.
+
+    Git processes: for-each-ref and two rev-parse; notes list when the notes moved, cat-file for notes
+    not cached yet, log for commits without a note: a handful whatever the number of experiments.
+    with_results also returns {commit: full result note} (reads every note: for reports).
+    """
     found: dict[tuple[str, int], dict[str, str]] = {}
-    for name, sha in repo.for_each_ref(root, refs.BRANCH_PREFIX, "refs/autogk/kept/", "refs/autogk/archive/"):
+    for name, sha in repo.for_each_ref(root, refs.BRANCH_PREFIX, refs.KEPT_PREFIX, refs.ARCHIVE_PREFIX):
         parsed = refs.ExperimentRef.parse(name)
         if not parsed or (target and parsed[1].target != target):
             continue
@@ -38,19 +184,24 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
         if kind != "branch":
             rec.update(state="kept" if kind == "kept" else "archived", commit=sha)
     shas = [r["commit"] for r in found.values()]
-    texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
-    results = {c: notes.parse_result(t, c) for c, t in texts.items()}
-    missing = [s for s in shas if not results.get(s)]
-    subjects = {s: i["subject"] for s, i in repo.commit_info(root, missing).items()}
+    summ = notes_index(root)
+    missing = [s for s in shas if s not in summ]
+    info = repo.commit_info(root, missing)
     out = []
     for (t, n), rec in sorted(found.items()):
-        res = results.get(rec["commit"]) or {}
-        v = res.get("verdict") or {}
-        out.append(Row(t, n, rec["state"], rec["commit"], v.get("decision", "pending"),
-                       res.get("hypothesis") or subjects.get(rec["commit"], ""), v.get("figures", ""),
-                       v.get("reason", ""), res.get("agent", ""), res.get("backend", ""), res.get("created", "")))
+        c = rec["commit"]
+        sm = summ.get(c)
+        if sm is None:
+            ci = info.get(c, {})
+            sm = {"decision": "pending", "hypothesis": ci.get("subject", ""), "created": ci.get("date", "")}
+        out.append(Row(t, n, rec["state"], c, sm.get("decision", "pending"), sm.get("hypothesis", ""),
+                       sm.get("figures", ""), sm.get("reason", ""), sm.get("agent", ""), sm.get("backend", ""),
+                       sm.get("created", ""), sm.get("parent", ""), bool(sm.get("timed")), sm.get("latency_us"),
+                       sm.get("ratio"), sm.get("lat") or {}))
     if with_results:
-        return out, results
+        texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
+        results = {c: notes.parse_result(t, c) for c, t in texts.items()}
+        return out, {c: r for c, r in results.items() if r}
     return out
 
 
@@ -64,3 +215,115 @@ def find(root, number: int, target: str | None = None) -> Row:
         raise AutogkError(f"experiment #{number} exists for several targets "
                           f"({', '.join(r.target for r in matches)})", "pass --target NAME")
     return matches[0]
+
+
+_REL = re.compile(r"^(\d+)\s*([mhdw])$")
+
+
+def parse_since(text: str, now: dt.datetime | None = None) -> dt.datetime:
+    """`2026-11-30`, an ISO time, or a span back from now: `90m`, `12h`, `3d`, `2w`."""
+    from autogk_git.errors import AutogkError
+    now = now or dt.datetime.now(dt.timezone.utc)
+    m = _REL.match(text.strip())
+    if m:
+        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m[2]]
+        return now - dt.timedelta(**{unit: int(m[1])})
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise AutogkError(f"cannot read --since {text!r}",
+                          "give a date (2026-11-30), an ISO time, or a span such as 90m, 12h, 3d, 2w") from None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def created_at(row: Row) -> dt.datetime | None:
+    try:
+        when = dt.datetime.fromisoformat(row.created)
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def select(items: list[Row], verdict: str | None = None, since: dt.datetime | None = None,
+           state: str | None = None) -> list[Row]:
+    out = []
+    for r in items:
+        if verdict and r.decision != verdict:
+            continue
+        if state and r.state != state:
+            continue
+        if since is not None:
+            when = created_at(r)
+            if when is None or when < since:
+                continue
+        out.append(r)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The trunk and the best kept kernel
+# ------------------------------------------------------------------------------------------------
+
+def trunk_merges(root: Path, trunk: str) -> dict[str, str]:
+    """{merged commit: merge commit on the trunk's first-parent line}, in one git process."""
+    if not repo.rev(root, f"refs/heads/{trunk}"):
+        return {}
+    out = git("log", "--first-parent", "--merges", "--format=%H %P", f"refs/heads/{trunk}", cwd=root)
+    merged = {}
+    for line in out.splitlines():
+        parts = line.split()
+        for p in parts[2:]:
+            merged.setdefault(p, parts[0])
+    return merged
+
+
+@dataclass
+class Best:
+    target: str
+    basis: str                   # how "best" was decided, in words
+    row: Row | None              # the best kept experiment (None: nothing kept yet)
+    trunk_commit: str | None     # the merge that put it on the trunk
+    kept_on_trunk: int = 0
+    workloads: dict[str, float] = field(default_factory=dict)   # per-workload latency_us, when timed
+    speedup_vs_start: float | None = None   # product of kept ratios along the trunk, when timed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "basis": self.basis, "experiment": self.row.as_dict() if self.row else None,
+                "trunk_commit": self.trunk_commit, "kept_on_trunk": self.kept_on_trunk,
+                "workloads_latency_us": self.workloads, "speedup_vs_start": self.speedup_vs_start}
+
+
+def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
+    """The best kept kernel of each target (see `Best.basis` for what "best" meant)."""
+    items = rows(root, target)
+    merged = trunk_merges(root, trunk)
+    by_target: dict[str, list[Row]] = {}
+    for r in items:
+        by_target.setdefault(r.target, []).append(r)
+    out = []
+    for t, rs in sorted(by_target.items()):
+        on_trunk = [r for r in rs if r.state == "kept" and r.commit in merged]
+        if not on_trunk:
+            out.append(Best(t, f"nothing kept on '{trunk}' yet: the trunk's kernel is the starting one", None, None))
+            continue
+        timed = [r for r in on_trunk if r.timed and r.workload_latency]
+        if timed:
+            lats = {r.commit: r.workload_latency for r in timed}
+            common = set.intersection(*(set(v) for v in lats.values()))
+            if common:
+                score = {c: geomean([v[u] for u in common]) for c, v in lats.items()}
+                pick = min(timed, key=lambda r: (score[r.commit], -r.number))
+                basis = (f"lowest geometric-mean latency over the {len(common)} workload(s) every timed kept "
+                         f"experiment measured ({len(timed)} timed of {len(on_trunk)} kept on '{trunk}')")
+            else:
+                pick = max(timed, key=lambda r: r.number)
+                basis = ("the kept experiments were timed on different workloads, so they are not comparable "
+                         f"directly: the latest timed one kept on '{trunk}'")
+            ratios = [r.ratio for r in on_trunk if r.ratio]
+            speed = 1.0 / math.prod(ratios) if ratios else None
+            out.append(Best(t, basis, pick, merged[pick.commit], len(on_trunk), lats[pick.commit], speed))
+        else:
+            pick = max(on_trunk, key=lambda r: r.number)
+            out.append(Best(t, f"untimed history: each keep was judged on correctness alone (no latency "
+                               f"measured), so the best is the latest kept experiment on '{trunk}'", pick, merged[pick.commit], len(on_trunk)))
+    return out

@@ -182,6 +182,9 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     project = Project(top)
     for line in hooks_mod.install(top):
         say(line)
+    from autogk_git.git import remote as remote_mod
+    for line in remote_mod.setup(top):  # notes and archive refs travel with fetch/push
+        say(line)
     git("add", "--", *written, cwd=top)
     git("commit", "-q", "-m", f"autogk: add target {tname}", "--", *written, cwd=top,
         env={"AUTOGK_LOOP": "1", **_identity(top)})

@@ -1,4 +1,4 @@
-"""`autogk log`: one line per experiment."""
+"""`autogk log`: one line per experiment, filtered by target, verdict, state and time."""
 from __future__ import annotations
 
 import json
@@ -12,18 +12,28 @@ from autogk_git.project import find_root
 @click.command("log", help="One line per experiment: number, verdict, hypothesis, figures.")
 @click.option("--target", "-t", help="only this target")
 @click.option("--verdict", type=click.Choice(["keep", "revert", "pending"]), help="only this verdict")
-@click.option("--json", "as_json", is_flag=True, help="print JSON lines' array")
-def log(target, verdict, as_json) -> int:
+@click.option("--state", type=click.Choice(["kept", "archived", "open"]), help="only experiments in this state")
+@click.option("--since", help="only experiments since a date (2026-11-30), an ISO time, or a span (12h, 3d, 2w)")
+@click.option("--limit", "-n", type=int, default=0, help="only the last N (after filtering)")
+@click.option("--json", "as_json", is_flag=True, help="print a JSON array")
+def log(target, verdict, state, since, limit, as_json) -> int:
     root = find_root()
-    items = [r for r in history.rows(root, target) if not verdict or r.decision == verdict]
+    when = history.parse_since(since) if since else None
+    items = history.select(history.rows(root, target), verdict, when, state)
+    if limit > 0:
+        items = items[-limit:]
     if as_json:
-        click.echo(json.dumps([r.as_dict() for r in items], indent=1))
+        # One object per line: readable, and the C encoder (indent= is the slow pure-Python one).
+        click.echo("[\n" + ",\n".join(json.dumps(r.as_dict()) for r in items) + "\n]" if items else "[]")
         return 0
     if not items:
-        click.echo("no experiments yet: run `autogk iterate`")
+        click.echo("no experiments match" if (target or verdict or state or since) else
+                   "no experiments yet: run `autogk iterate`")
         return 0
+    lines = []
     for r in items:
-        mark = {"keep": "KEEP  ", "revert": "REVERT", "pending": "...   "}[r.decision]
+        mark = {"keep": "KEEP  ", "revert": "REVERT", "pending": "...   "}.get(r.decision, r.decision[:6])
         figs = f"  [{r.figures}]" if r.figures else ""
-        click.echo(f"{r.target} #{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}")
+        lines.append(f"{r.target} #{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}")
+    click.echo("\n".join(lines))
     return 0

@@ -37,7 +37,9 @@ def show(number, target, as_json) -> int:
     if as_json:
         click.echo(json.dumps({"row": row.as_dict(), "result": result}, indent=1, sort_keys=True))
         return 0
-    click.echo(f"{row.target} #{row.number:04d}  {row.state}  {row.commit}\n{row.hypothesis}\n")
+    ref = refs.ExperimentRef(row.target, row.number)
+    where = {"kept": ref.kept_ref, "archived": ref.archive_ref}.get(row.state, "its branch (open)")
+    click.echo(f"{row.target} #{row.number:04d}  {row.state}  {row.commit}  ({where})\n{row.hypothesis}\n")
     if result:
         v = result["verdict"]
         click.echo(f"verdict: {v['decision'].upper()} ({v.get('rule')}): {v.get('reason')}")
@@ -57,4 +59,8 @@ def show(number, target, as_json) -> int:
         click.echo("\n--- workloads ---")
         for line in workload_table(result):
             click.echo(line)
+        if row.latency_us is not None:
+            click.echo(f"geomean latency {row.latency_us:.3f} us" +
+                       (f", {row.ratio:.4f}x the parent's" if row.ratio is not None else ""))
+    click.echo(f"\nreuse it elsewhere: autogk pick {row.number} --target {row.target} --onto BRANCH")
     return 0

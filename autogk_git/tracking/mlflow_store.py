@@ -27,6 +27,19 @@ def _client(project):
     return MlflowClient(tracking_uri=uri)
 
 
+# The runs view a person opens (`autogk ui`): MLflow's shared view state, stored as an experiment tag
+# and selected by `?viewStateShareKey=autogk` in the URL, shows commit, verdict and figures as columns.
+VIEW_KEY = "autogk"
+VIEW_TAG = "mlflow.sharedViewState." + VIEW_KEY
+VIEW_COLUMNS = ["tags.`autogk.verdict`", "tags.`autogk.commit_short`", "tags.`autogk.figures`",
+                "metrics.`geomean_latency_us`", "metrics.`ratio_vs_parent`", "metrics.`workloads_passed`",
+                "metrics.`workloads_checked`"]
+
+
+def view_state() -> str:
+    return json.dumps({"selectedColumns": VIEW_COLUMNS, "orderByKey": "attributes.start_time", "orderByAsc": False})
+
+
 def experiment_name(target: str) -> str:
     return f"autogk/{target}"
 
@@ -39,7 +52,8 @@ def _experiment_id(client, project, target: str) -> str:
     art = project.artifact_root() / target
     art.mkdir(parents=True, exist_ok=True)
     return client.create_experiment(name, artifact_location=art.as_uri(),
-                                    tags={"autogk.target": target, "autogk.trunk": project.trunk})
+                                    tags={"autogk.target": target, "autogk.trunk": project.trunk,
+                                          VIEW_TAG: view_state()})
 
 
 def _find_run(client, exp_id: str, commit: str):
@@ -70,16 +84,44 @@ def metrics_of(result: dict[str, Any]) -> dict[str, float]:
     for k, v in (result.get("cost") or {}).items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[f"cost.{k}"] = float(v)
+    out.update(key_figures(result))
     return out
 
 
-def log_result(project, result: dict[str, Any]) -> str:
-    """Create or update the run for one result note; returns the run id."""
+def key_figures(result: dict[str, Any]) -> dict[str, float]:
+    """The few figures the runs table shows as columns: workloads passed, and latency where timed."""
+    from autogk_git import history
+    cand = {}
+    for res in (result.get("stages") or {}).values():
+        cand.update((res.get("workloads") or {}).get("candidate") or {})
+    out = {"workloads_checked": float(len(cand)),
+           "workloads_passed": float(sum(1 for w in cand.values() if w.get("status") == "PASSED"))}
+    lat = history.geomean(list(history.latencies(result).values()))
+    if lat is not None:
+        out["geomean_latency_us"] = lat
+    ratio = history.ratio_vs_parent(result)
+    if ratio is not None:
+        out["ratio_vs_parent"] = ratio
+    return out
+
+
+def run_name(result: dict[str, Any]) -> str:
+    """`0003 KEEP 1a2b3c4 tune: BLOCK 64 -> 128`: number, verdict and commit read in any runs view."""
+    decision = ((result.get("verdict") or {}).get("decision") or "pending").upper()
+    return f"{result['experiment']:04d} {decision} {result['commit'][:7]} {result.get('hypothesis', '')}"[:250]
+
+
+def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
+    """Create or update the run for one result note; returns the run id.
+
+    known_new: the caller has just listed the logged commits and this one is not among them, so the
+    per-run search is skipped (what makes `autogk sync` of many notes cheaper).
+    """
     from mlflow.entities import Metric, Param, RunTag
 
     client = _client(project)
     exp_id = _experiment_id(client, project, result["target"])
-    run = _find_run(client, exp_id, result["commit"])
+    run = None if known_new else _find_run(client, exp_id, result["commit"])
     verdict = result.get("verdict", {})
     tags = {
         TAG_COMMIT: result["commit"], "autogk.branch": result.get("branch") or "",
@@ -87,7 +129,7 @@ def log_result(project, result: dict[str, Any]) -> str:
         "autogk.agent": result.get("agent", ""), "autogk.backend": result.get("backend", ""),
         "autogk.number": f"{result['experiment']:04d}", "autogk.target": result["target"],
         "autogk.rule": verdict.get("rule", ""), "autogk.figures": verdict.get("figures", ""),
-        "mlflow.runName": f"{result['experiment']:04d} {result.get('hypothesis', '')}"[:250],
+        "mlflow.runName": run_name(result), "autogk.commit_short": result["commit"][:10],
         "mlflow.note.content": f"{verdict.get('decision', '').upper()}: {verdict.get('reason', '')}",
     }
     if run is None:
@@ -130,6 +172,43 @@ def synced_commits(project, target: str) -> set[str]:
         token = page.token
         if not token:
             return seen
+
+
+def log_report(project, target: str, files: list[Path], summary: dict[str, float]) -> str:
+    """Log a report's files as artifacts of one `report` run in the target's experiment; returns its id."""
+    from mlflow.entities import Metric, RunTag
+
+    client = _client(project)
+    exp_id = _experiment_id(client, project, target)
+    runs = client.search_runs([exp_id], filter_string="tags.`autogk.kind` = 'report'", max_results=1)
+    if runs:
+        run_id = runs[0].info.run_id
+    else:
+        run_id = client.create_run(exp_id, tags={"autogk.kind": "report", "autogk.target": target},
+                                   run_name=f"report: {target}").info.run_id
+    client.log_batch(run_id, metrics=[Metric(k, float(v), 0, 0) for k, v in summary.items()],
+                     tags=[RunTag("mlflow.note.content", f"autogk report of {target}: see the artifacts")])
+    for f in files:
+        client.log_artifact(run_id, str(f), artifact_path="report")
+    client.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+def server_command(project, host: str, port: int) -> tuple[list[str], dict[str, str]]:
+    """The `mlflow server` command line and environment for the project's store, with light settings.
+
+    It runs mlflow in a child process, so this module (and the CLI) never imports it for the UI.
+    """
+    import sys
+    uri = project.tracking_uri()
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    art = project.artifact_root()
+    art.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+           "--default-artifact-root", art.as_uri(), "--host", host, "--port", str(port), "--workers", "1"]
+    env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    return cmd, env
 
 
 def log_loop(project, report: dict[str, Any], started: float, agent: str) -> str:
