@@ -118,13 +118,21 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "artifacts": Key(str, "", "artifact root; empty: <project>/mlruns/artifacts"),
     },
     "modal": {
-        "app": Key(str, "autogk-bench", "Modal app name"),
-        "gpu": Key(str, "B200", "Modal GPU type"),
-        "timeout_s": Key(int, 900, "Modal function timeout", check=_pos, rule="> 0"),
-        "retries": Key(int, 1, "Modal retries on preemption", check=lambda x: x >= 0, rule=">= 0"),
+        "app": Key(str, "autogk-bench", "Modal app name (an ephemeral app per `autogk iterate`)"),
+        "gpu": Key(str, "B200", "Modal GPU type, e.g. B200, H200, H100, A100-80GB"),
+        "timeout_s": Key(int, 900, "Modal function timeout in seconds (image pull and first compiles count)",
+                         check=_pos, rule="> 0"),
+        "retries": Key(int, 1, "retries of a job after a preemption or a dropped connection",
+                       check=lambda x: x >= 0, rule=">= 0"),
         "python": Key(str, "3.12", "image Python version"),
-        "torch": Key(str, "2.9.1", "image torch version"),
-        "triton": Key(str, "3.5.1", "image triton version"),
+        "torch": Key(str, "2.9.1", "image torch version (pinned; recorded in every result)"),
+        "triton": Key(str, "3.5.1", "image triton version (pinned; must match the torch pin)"),
+        "safetensors": Key(str, "0.6.2", "image safetensors version (for workloads with blobs)"),
+        "connect_timeout_s": Key(int, 20, "give up when Modal's API does not answer within this many seconds",
+                                 check=_pos, rule="> 0"),
+        "inline_blobs_mb": Key(int, 32, "blobs up to this many MiB per job travel inside the call",
+                               check=lambda x: x >= 0, rule=">= 0"),
+        "volume": Key(str, "autogk-blobs", "Modal Volume for larger blobs; empty: refuse larger blobs"),
     },
 }
 
@@ -251,6 +259,13 @@ def load(root: Path) -> Config:
     return cfg
 
 
+SECTION_NOTES = {
+    "modal": ("Modal runs benchmarks on a datacenter GPU: [bench] backend = \"modal\" or `autogk iterate --backend modal`.",
+              "Its token comes from `modal token new` (~/.modal.toml) or MODAL_TOKEN_ID/MODAL_TOKEN_SECRET, never from here;",
+              "`autogk doctor` says whether it is set up. The image is pinned by python/torch/triton/safetensors below."),
+}
+
+
 def render_default(trunk: str, target: str) -> str:
     """The config `autogk init` writes: the chosen values, every other key as a comment."""
     lines = ["# autogk project settings. Every key is optional; the commented values are the defaults.",
@@ -258,6 +273,7 @@ def render_default(trunk: str, target: str) -> str:
              "# Secrets (ANTHROPIC_API_KEY, MODAL_TOKEN_ID/SECRET) come from the environment only.", ""]
     chosen = {("project", "trunk"): trunk, ("project", "target"): target}
     for section, keys in SCHEMA.items():
+        lines += [f"# {n}" for n in SECTION_NOTES.get(section, ())]
         lines.append(f"[{section}]")
         for key, spec in keys.items():
             if (section, key) in chosen:

@@ -14,8 +14,8 @@ fi
 pip() { .venv/bin/python -m pip -q --disable-pip-version-check "$@" 2>&1 | grep -v "^WARNING: Location" || true; }
 # torch first and pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
 pip install "torch==2.13.0" "triton==3.7.1"
-pip install -e ".[kernels,tracking,fib,agents,test,report]"
+pip install -e ".[kernels,tracking,fib,agents,test,report,modal]"
 # flashinfer-bench's full install pulls ~1.5 GB of CUDA-only packages; its data model needs none of them.
 pip install --no-deps "flashinfer-bench==0.1.2"
-.venv/bin/python -c "import torch, triton, mlflow, flashinfer_bench, anthropic, matplotlib, autogk_git" 
+.venv/bin/python -c "import torch, triton, mlflow, flashinfer_bench, anthropic, matplotlib, modal, autogk_git" 
 echo "$want" > "$stamp"

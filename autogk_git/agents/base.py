@@ -23,6 +23,9 @@ class Context:
     plan_id: str | None = None         # the commit the pending plan annotates (linked by an Autogk-Plan trailer)
     artifacts: dict[str, Path] = field(default_factory=dict)  # analysis reports by name, e.g. "workloads"
     say: Callable[[str], None] | None = None  # progress lines for the person watching
+    in_flight: list[dict[str, Any]] = field(default_factory=list)
+    """Experiments being measured right now (parallel loop): {experiment, hypothesis, tunables}.
+    Count them as tried: their results are not in `history` yet."""
 
 
 @dataclass

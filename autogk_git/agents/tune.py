@@ -23,7 +23,8 @@ class TuneAgent:
                             "(lines like `BLOCK = 128  # autogk: tune [64, 128, 256]`).", changed=False)
         current = {n: t.value for n, t in decl.items()}
         tried = {_key(current)}
-        for res in ctx.history:  # every candidate and every parent measured so far
+        # Every candidate and parent measured so far, and those being measured now (parallel loop).
+        for res in [*ctx.history, *getattr(ctx, "in_flight", [])]:
             for k in ("tunables", "parent_tunables"):
                 if res.get(k):
                     tried.add(_key(res[k]))

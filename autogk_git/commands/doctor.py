@@ -19,11 +19,21 @@ def _version(dist: str) -> str | None:
 
 
 def modal_status(cfg) -> dict[str, Any]:
-    token = bool(os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"))
-    token_file = Path.home() / ".modal.toml"
-    return {"installed": _version("modal"), "token": "environment" if token else
-            ("~/.modal.toml" if token_file.exists() else None),
-            "app": cfg.modal.app if cfg else None, "gpu": cfg.modal.gpu if cfg else None}
+    """Whether the modal backend could run: package, token, settings. Reads files only, never the network."""
+    from autogk_git.bench.backends.modal_backend import server_url, token_source
+    installed = _version("modal")
+    token = token_source()
+    out: dict[str, Any] = {"installed": installed, "token": token, "server": server_url(),
+                           "app": cfg.modal.app if cfg else None, "gpu": cfg.modal.gpu if cfg else None,
+                           "image": (f"python {cfg.modal.python}, torch {cfg.modal.torch}, triton {cfg.modal.triton}"
+                                     if cfg else None)}
+    if not installed:
+        out["ready"], out["next"] = False, "pip install 'autogk[modal]'  (or: pip install modal)"
+    elif not token:
+        out["ready"], out["next"] = False, "modal token new  (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)"
+    else:
+        out["ready"], out["next"] = True, "autogk iterate --backend modal  (the token is checked on first use)"
+    return out
 
 
 def checks() -> dict[str, Any]:
@@ -62,6 +72,8 @@ def checks() -> dict[str, Any]:
         out["project"] = None
         out["project_error"] = str(e)
     out["modal"] = modal_status(cfg)
+    if (out.get("project") or {}).get("backend") == "modal" and not out["modal"]["ready"]:
+        out["problems"].append(f"[bench] backend is modal but Modal is not set up: {out['modal']['next']}")
     return out
 
 
@@ -78,8 +90,12 @@ def doctor(as_json) -> int:
     click.echo(f"CUDA GPU: {'yes' if info['cuda'] else 'no (benchmarks use the CPU interpreter: correctness only)'}")
     click.echo(f"ANTHROPIC_API_KEY: {'set' if info['anthropic_api_key'] else 'not set (the offline tune agent is used)'}")
     m = info["modal"]
-    click.echo(f"Modal: {'installed ' + m['installed'] if m['installed'] else 'not installed'}; token: "
-               f"{m['token'] or 'none (run `modal token new` to use the modal backend)'}; app {m['app']}, gpu {m['gpu']}")
+    if m["ready"]:
+        click.echo(f"Modal: set up (modal {m['installed']}, token from {m['token']}); app {m['app']}, "
+                   f"gpu {m['gpu']}, image {m['image']}; not contacted, try: {m['next']}")
+    else:
+        click.echo(f"Modal: not set up ({'no token' if m['installed'] else 'not installed'}); "
+                   f"to use the modal backend: {m['next']}")
     p = info.get("project")
     if p:
         click.echo(f"project {p['root']}: trunk {p['trunk']}, backend {p['backend']}, hooks {p['hooks']}")

@@ -20,8 +20,10 @@ from autogk_git.project import Project
               help="stop after this many experiments (overrides -n; 0: no limit)")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None,
               help="stop starting experiments once LLM spend reaches this (overrides [agent] budget_usd; 0: none)")
+@click.option("--parallel", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="experiments at once, each in its own worktree and on its own GPU (or Modal container)")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON report at the end")
-def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, as_json) -> int:
+def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, as_json) -> int:
     import os
     from autogk_git.loop.iterate import iterate as run_loop
 
@@ -31,7 +33,8 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, as_
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     if max_iterations is not None:
         n = max_iterations
-    report = run_loop(project, target, n, agent, say, max_time_s=max_time, budget_usd=budget_usd)
+    report = run_loop(project, target, n, agent, say, max_time_s=max_time, budget_usd=budget_usd,
+                      parallel=parallel)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=1))
         return 1 if report.failed else 0

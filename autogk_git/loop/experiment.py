@@ -164,6 +164,15 @@ def evaluate(project: Project, target_name: str, number: int, sha: str, branch: 
              agent: str | None = None, usage: dict[str, Any] | None = None, backend_name: str | None = None,
              track: bool = True) -> dict[str, Any]:
     """Benchmark an experiment commit, decide, write the result note (first), log to MLflow (second)."""
+    result = measure(project, target_name, number, sha, branch, say, agent, usage, backend_name)
+    record(project, result, say, track)
+    return result
+
+
+def measure(project: Project, target_name: str, number: int, sha: str, branch: str | None, say: Say,
+            agent: str | None = None, usage: dict[str, Any] | None = None,
+            backend_name: str | None = None) -> dict[str, Any]:
+    """Benchmark an experiment commit and decide; writes nothing, so several may run at once."""
     from autogk_git.bench.backends import get_backend
     from autogk_git.bench.stages import benchmark
     from autogk_git.loop.verdict import rule_for
@@ -202,11 +211,15 @@ def evaluate(project: Project, target_name: str, number: int, sha: str, branch: 
         "cost": {"bench_wall_s": round(time.time() - t0, 3), **bench.get("cost", {}), **(usage or {})},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    repo.write_note(project.root, refs.NOTES_RESULTS, sha, notes.format_result(result))
+    return result
+
+
+def record(project: Project, result: dict[str, Any], say: Say, track: bool = True) -> None:
+    """Write the result note (the source of truth), then log to MLflow."""
+    repo.write_note(project.root, refs.NOTES_RESULTS, result["commit"], notes.format_result(result))
     say(notes.summary_line(result))
     if track:
         log_to_tracking(project, result, say)
-    return result
 
 
 def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str | None:

@@ -13,6 +13,7 @@ from autogk_git.errors import AgentError, AutogkError
 from autogk_git.git import repo
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.lock import RepoLock
+from autogk_git.loop.parallel import refresh_if_stale
 from autogk_git.project import Project, Target, require_input_data
 
 
@@ -72,6 +73,7 @@ def resume(project: Project, target: str, say: ex.Say) -> list[str]:
         if result is None:
             say(f"#{number:04d}: committed but not benchmarked; benchmarking {tip[:10]} now")
             result = ex.evaluate(project, target, number, tip, e.branch, say)
+        tip, result = refresh_if_stale(project, target, number, e.branch, tip, result, say)
         ex.conclude(project, ref, tip, result, say)
         done.append(f"#{number:04d}: {result['verdict']['decision']}")
     # Worktrees whose branch is gone (a kill between the two deletions).
@@ -157,6 +159,7 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None) -> 
     ex.write_plan(project, sha, proposal.rationale)
     say(f"#{number:04d}: committed {sha[:10]} on {branch}: {proposal.hypothesis}")
     result = ex.evaluate(project, target.name, number, sha, branch, say, agent=agent.name, usage=proposal.usage)
+    sha, result = refresh_if_stale(project, target.name, number, branch, sha, result, say)  # a person moved the trunk
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     return {"number": number, "commit": sha, "hypothesis": proposal.hypothesis,
             "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"], "outcome": outcome,
@@ -192,7 +195,8 @@ def research_now(project: Project, target: Target, trigger: str, say: ex.Say, re
 
 
 def iterate(project: Project, target_name: str | None, n: int, agent_kind: str | None,
-            say: ex.Say, max_time_s: float = 0.0, budget_usd: float | None = None) -> LoopReport:
+            say: ex.Say, max_time_s: float = 0.0, budget_usd: float | None = None,
+            parallel: int = 1) -> LoopReport:
     """Run experiments until -n, --max-time, --budget-usd, or the agent stops; resumable at any point."""
     from autogk_git import inspect
     from autogk_git.agents import research
@@ -213,6 +217,10 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
         report.resumed = resume(project, target.name, say)
         inspect.write_artifact(project, target)
         limit = n if n > 0 else (cfg.agent.max_iterations or 0)
+        if parallel > 1:
+            from autogk_git.loop.parallel import run_parallel
+            run_parallel(project, target, agent, parallel, limit, max_time_s, say, report, budget)
+            return report
         t0 = time.monotonic()
         i = repeats = 0
         trigger: str | None = None
