@@ -114,6 +114,20 @@ def remove_worktree(project: Project, path: Path) -> None:
     git("worktree", "prune", cwd=project.root)
 
 
+def propose(project: Project, agent, ctx, wip: refs.ExperimentRef, say: Say):
+    """Let the agent change ctx.worktree; the branch is closed when it fails or has nothing to try."""
+    try:
+        proposal = agent.propose(ctx)
+    except BaseException:
+        close_branch(project, wip, say)
+        raise
+    if not proposal.changed:
+        close_branch(project, wip, say)
+        say(f"{agent.name} agent: {proposal.hypothesis}: {proposal.rationale.strip()}")
+        return None
+    return proposal
+
+
 def commit_change(project: Project, wt: Path, target: Target, number: int, branch: str,
                   hypothesis: str, rationale: str, agent: str, parent: str,
                   extra_trailers: dict[str, str] | None = None) -> tuple[str, str]:

@@ -133,14 +133,8 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None) -> 
                   plan=plan.text if plan else None, plan_id=plan.commit if plan else None,
                   artifacts=artifacts, say=say)
     wip = refs.ExperimentRef(target.name, number, "wip")
-    try:
-        proposal = agent.propose(ctx)
-    except BaseException:
-        ex.close_branch(project, wip, say)
-        raise
-    if not proposal.changed:
-        ex.close_branch(project, wip, say)
-        say(f"{agent.name} agent: {proposal.hypothesis}: {proposal.rationale.strip()}")
+    proposal = ex.propose(project, agent, ctx, wip, say)
+    if proposal is None:
         return None
     tree = staged_tree(wt, target.rel)
     seen = tried_trees(project, target.rel, history).get(tree or "")

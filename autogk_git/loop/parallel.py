@@ -225,14 +225,8 @@ def open_experiment(project: Project, target: Target, agent, in_flight: list[dic
         f"{', GPU ' + slot.device if slot.device is not None else ''})")
     ctx = Context(worktree=wt, target=Target(target.name, wt / target.rel, target.editable), number=number,
                   history=ex.history(project, target.name), config=project.config, in_flight=list(in_flight))
-    try:
-        proposal = agent.propose(ctx)
-    except BaseException:
-        ex.close_branch(project, wip, say)
-        raise
-    if not proposal.changed:
-        ex.close_branch(project, wip, say)
-        say(f"{agent.name} agent: {proposal.hypothesis}: {proposal.rationale.strip()}")
+    proposal = ex.propose(project, agent, ctx, wip, say)
+    if proposal is None:
         return None
     try:
         sha, branch = ex.commit_change(project, wt, ctx.target, number, branch, proposal.hypothesis,
