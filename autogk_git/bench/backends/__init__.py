@@ -18,6 +18,13 @@ class Backend(Protocol):
         """Run a prepared job; returns runner.run_worker's result."""
 
 
+def timed_settings(config) -> dict[str, Any]:
+    """What every timed backend adds to a job, from the config, so their results compare."""
+    b = config.bench
+    return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
+            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
+
+
 def cuda_available() -> bool:
     """Whether a CUDA GPU is visible, without importing torch (keeps the CLI fast)."""
     import shutil

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from autogk_git.bench import runner
+from autogk_git.bench.backends import timed_settings
 from autogk_git.errors import ConfigError
 
 LOCK_DIR_ENV = "AUTOGK_GPU_LOCK_DIR"
@@ -102,8 +103,7 @@ class LocalBackend:
     def __init__(self, config) -> None:
         b = config.bench
         self.gpus = parse_gpus(b.gpu)
-        self.settings = {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
-                         "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
+        self.settings = timed_settings(config)
 
     def eligible(self, definition: dict[str, Any], workloads: list[dict[str, Any]]
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from autogk_git.bench.backends import timed_settings
 from autogk_git.errors import BenchError
 
 try:  # Python 3.11+
@@ -133,7 +134,7 @@ class ModalBackend:
         preflight(self.config)
         from autogk_git import modal_app
         modal_app.connect(self.config)
-        job = dict(job, settings={**job["settings"], **self.settings()})
+        job = dict(job, settings={**job["settings"], **timed_settings(self.config)})
         blobs, blob_dir, job = self._pack_blobs(job)
         t0 = time.monotonic()
         out = modal_app.call(self.config, job, timeout_s, blobs=blobs, blob_dir=blob_dir)
@@ -142,9 +143,3 @@ class ModalBackend:
         env = out.setdefault("environment", {})
         env["modal"] = {"app": self.config.modal.app, "gpu_requested": self.config.modal.gpu}
         return out
-
-    def settings(self) -> dict[str, Any]:
-        """The worker's timed settings: the same as the local backend's, so results compare."""
-        b = self.config.bench
-        return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
-                "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
