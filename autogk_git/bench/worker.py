@@ -26,14 +26,12 @@ from pathlib import Path
 
 import torch
 
-# Tolerances by output dtype: |out - ref| <= atol + rtol * |ref|. One bf16 ulp is 2^-8 relative.
-TOLERANCES = {
-    "float32": (1e-4, 1e-4),
-    "float16": (2e-3, 2e-3),
-    "bfloat16": (1.6e-2, 1.6e-2),
-    "float8_e4m3fn": (1.25e-1, 1.25e-1),
-    "float8_e5m2": (2.5e-1, 2.5e-1),
-}
+try:  # shipped beside this file as autogk_rules.py; the package's own copy when imported in-process
+    import autogk_rules as rules
+except ImportError:
+    from autogk_git.bench import rules
+
+TOLERANCES = rules.TOLERANCES
 
 DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -179,35 +177,26 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, tolerances: dict) -> dict:
-    """Error statistics; raises KernelFailure when out is not ref within tolerance."""
-    if tuple(out.shape) != tuple(ref.shape):
-        raise KernelFailure("INCORRECT_SHAPE", f"output {name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
-    if not out.dtype.is_floating_point:
-        mism = (out != ref.to(out.dtype)).sum().item()
-        if mism:
-            raise KernelFailure("INCORRECT_NUMERICAL", f"output {name}: {mism} of {out.numel()} elements differ")
-        return {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    o = out.detach().to(torch.float32)  # compared where it lives: a GPU compares 36 M elements in microseconds
-    r = ref.detach().to(o.device, torch.float32)
-    nan_out = torch.isnan(o) & ~torch.isnan(r)
-    if nan_out.any():
-        raise KernelFailure("INCORRECT_NUMERICAL",
-                            f"output {name}: {int(nan_out.sum())} of {o.numel()} elements NaN "
-                            "(not written, or computed as NaN)")
-    atol, rtol = tolerances.get(dtype_name, TOLERANCES.get(dtype_name, (1e-3, 1e-3)))
-    both = torch.isfinite(r)
-    diff = (o - r).abs()
-    diff = torch.where(both, diff, torch.where(o == r, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
-    rel = diff / r.abs().clamp_min(1e-12)
-    bad = diff > atol + rtol * r.abs().nan_to_num(0.0)
-    stats = {"max_abs_err": float(diff.max()) if diff.numel() else 0.0,
-             "max_rel_err": float(torch.where(both, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0}
-    if bad.any():
-        raise KernelFailure("INCORRECT_NUMERICAL",
-                            f"output {name}: {int(bad.sum())} of {o.numel()} elements outside atol={atol}, "
-                            f"rtol={rtol} (max abs err {stats['max_abs_err']:.3g})")
-    return stats
+def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, tolerances: dict,
+            inputs: list | None = None, axes: dict | None = None, definition: dict | None = None) -> dict:
+    """Error statistics by the output's rule (the target's COMPARE, else by dtype); raises KernelFailure."""
+    named = dict(zip(definition["inputs"], inputs)) if definition and inputs is not None else None
+    try:
+        return rules.judge(name, dtype_name, out, ref, TARGET_RULES.get(name), named, axes, TARGET, tolerances)
+    except rules.Mismatch as e:
+        raise KernelFailure(e.status, str(e)) from None
+    except rules.BadReference as e:
+        raise HarnessFailure(str(e)) from None
+
+
+# The target's inputs.py (generator and compare rules) and its declared rules; set once by main().
+TARGET = None
+TARGET_RULES: dict = {}
+
+
+def set_target(module) -> None:
+    global TARGET, TARGET_RULES
+    TARGET, TARGET_RULES = module, rules.declared(module)
 
 
 def sync(device: str) -> None:
@@ -235,7 +224,7 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
                                 "(destination-passing style)")
         outs = list(returned)
     check_inputs(definition, inputs, saved)
-    return check_outputs(definition, outs, ref_out, tolerances)
+    return check_outputs(definition, outs, ref_out, tolerances, inputs, axes)
 
 
 def poison(outs: list, poison_seed: int) -> None:
@@ -255,11 +244,12 @@ def check_inputs(definition: dict, inputs: list, saved: list) -> None:
             raise KernelFailure("INPUT_MODIFIED", f"input {name} was changed by the kernel")
 
 
-def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict) -> dict:
+def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict, inputs: list | None = None,
+                  axes: dict | None = None) -> dict:
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     for (name, spec), out, ref in zip(definition["outputs"].items(), outs, ref_out):
         ref = ref if isinstance(ref, torch.Tensor) else torch.tensor(ref)
-        s = compare(name, spec["dtype"], out, ref.to(out.device), tolerances)
+        s = compare(name, spec["dtype"], out, ref.to(out.device), tolerances, inputs, axes, definition)
         stats = {k: max(stats[k], s[k]) for k in stats}
     return stats
 
@@ -514,7 +504,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     for k in checked:
         try:
             check_inputs(definition, sets[k], saved[k])
-            check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances)
+            check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
     t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0], *outs[0]), int(settings.get("host_calls", 10)))
@@ -753,6 +743,7 @@ def main(argv: list[str]) -> int:
     if job.get("generator"):
         try:
             gen_module = import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py")
+            set_target(gen_module)
         except Exception as e:
             emit(event="fatal", message=f"the target's inputs.py failed to import: {short_tb(e)}")
             return 2
