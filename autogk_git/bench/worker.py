@@ -118,12 +118,13 @@ class Inputs:
         values = []
         for name, spec in self.definition["inputs"].items():
             wspec = workload.get("inputs", {}).get(name, {"type": "random"})
-            if name in provided:
-                v = provided[name]
-            elif wspec.get("type") == "scalar":
+            # The workload's own data (a literal, a blob) wins over the generator, which fills the rest.
+            if wspec.get("type") == "scalar":
                 v = wspec["value"]
             elif wspec.get("type") == "safetensors":
                 v = self._blob(wspec["path"], wspec["tensor_key"]).to(self.device)
+            elif name in provided:
+                v = provided[name]
             else:
                 shape = shape_of(spec, axes)
                 if shape is None:
