@@ -30,7 +30,10 @@ TOLERANCES = {
 }
 RULES = ("exact", "tolerance", "topk_set")
 # topk_set: the sorted scores match within rtol * |ref| + atol * (the row's largest |ref score|).
-TOPK_RTOL, TOPK_ATOL = 1e-3, 1e-4
+# Wide enough for FP8 tensor-core products, whose accumulation on Hopper is not full fp32: on the
+# H200 the DSA indexer's FP8 dot moved scores near rank 2048 by up to 0.6 % (2026-11-30,
+# benchmarks/results/dsa.md); narrow enough to reject a missing scale, ReLU, head or weight sign.
+TOPK_RTOL, TOPK_ATOL = 2e-2, 1e-3
 # Rows judged together: bounds the memory of a [rows, ids] score block.
 SCORE_BLOCK_ELEMENTS = 1 << 23
 

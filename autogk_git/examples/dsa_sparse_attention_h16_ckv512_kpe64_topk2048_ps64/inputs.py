@@ -81,10 +81,23 @@ def _scatter_pages(pages: list[int], num_pages: int, gen: torch.Generator, devic
     return table
 
 
+def sparse_indices(num_tokens: int, num_pages: int, gen: torch.Generator, device: str) -> torch.Tensor:
+    """[T, 2048] int32 ids page * 64 + slot, distinct per row, inside the row's context, -1 after."""
+    t, p = int(num_tokens), int(num_pages)
+    pages, seq_of, ctx = layout(t, p)
+    if not t:
+        return torch.full((0, TOPK), -1, dtype=torch.int32, device=device)
+    table = _scatter_pages(pages, p, gen, device)
+    ctx_t = torch.tensor(ctx, dtype=torch.int64, device=device)
+    seq_t = torch.tensor(seq_of, dtype=torch.int64, device=device)
+    pos = select_positions(ctx_t, TOPK, gen)
+    page = table[seq_t[:, None], pos.clamp(min=0) // PAGE]
+    return torch.where(pos >= 0, page * PAGE + pos % PAGE, torch.full_like(pos, -1)).to(torch.int32).contiguous()
+
+
 def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
     t, p = int(axes["num_tokens"]), int(axes["num_pages"])
     gen = torch.Generator(device=device).manual_seed(int(seed))
-    pages, seq_of, ctx = layout(t, p)
 
     def normal(*shape: int) -> torch.Tensor:
         return torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
@@ -97,13 +110,5 @@ def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
     kpe = normal(p, PAGE, D_KPE).to(torch.bfloat16)
     q_nope = normal(t, HEADS, D_CKV).to(torch.bfloat16)
     q_pe = normal(t, HEADS, D_KPE).to(torch.bfloat16)
-    indices = torch.full((t, TOPK), -1, dtype=torch.int32, device=device)
-    if t:
-        table = _scatter_pages(pages, p, gen, device)
-        ctx_t = torch.tensor(ctx, dtype=torch.int64, device=device)
-        seq_t = torch.tensor(seq_of, dtype=torch.int64, device=device)
-        pos = select_positions(ctx_t, TOPK, gen)
-        page = table[seq_t[:, None], pos.clamp(min=0) // PAGE]
-        indices = torch.where(pos >= 0, page * PAGE + pos % PAGE, torch.full_like(pos, -1)).to(torch.int32)
     return {"q_nope": q_nope, "q_pe": q_pe, "ckv_cache": ckv, "kpe_cache": kpe,
-            "sparse_indices": indices.contiguous(), "sm_scale": SM_SCALE}
+            "sparse_indices": sparse_indices(t, p, gen, device), "sm_scale": SM_SCALE}

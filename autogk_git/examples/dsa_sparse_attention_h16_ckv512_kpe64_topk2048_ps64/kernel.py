@@ -8,7 +8,8 @@ rows of the latent cache (512) and the rope cache (64) at a time, and keeps an o
 base 2 (exp2, logits pre-multiplied by sm_scale * log2(e)). All 16 heads share each gathered row, so
 the cache is read once per token. With few tokens (decode) one program per token leaves most SMs
 idle, so the 2048 entries are split over SPLITS programs and a second kernel merges the partial
-results by their lse; SPLITS is chosen so that about TARGET_PROGRAMS programs run.
+results by their lse (one program per token and MERGE_BLOCK_D latent dims); SPLITS is chosen so
+that about TARGET_PROGRAMS programs run.
 """
 import os
 
@@ -20,7 +21,8 @@ BLOCK_N = 64  # autogk: tune [16, 32, 64, 128]
 NUM_WARPS = 8  # autogk: tune [4, 8]
 NUM_STAGES = 2  # autogk: tune [1, 2, 3]
 TARGET_PROGRAMS = 264  # autogk: tune [0, 132, 264, 528]
-COMBINE_WARPS = 4  # autogk: tune [2, 4, 8]
+COMBINE_WARPS = 4  # autogk: tune [1, 2, 4, 8]
+MERGE_BLOCK_D = 128  # autogk: tune [32, 64, 128, 256, 512]
 
 LOG2E = 1.4426950408889634
 # Triton's CPU interpreter computes bf16 dot products wrongly (triton 3.7.1: errors of 1e10 on a
@@ -77,10 +79,11 @@ def _sparse_attend(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, 
 
 @triton.jit
 def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, lse_ptr, H: tl.constexpr, DC: tl.constexpr,
-                  SPLITS: tl.constexpr):
+                  SPLITS: tl.constexpr, BLOCK_D: tl.constexpr):
     tok = tl.program_id(0).to(tl.int64)
+    d0 = tl.program_id(1) * BLOCK_D
     offs_h = tl.arange(0, H)
-    offs_c = tl.arange(0, DC)
+    offs_d = d0 + tl.arange(0, BLOCK_D)
     offs_s = tl.arange(0, SPLITS)
     lses = tl.load(part_lse_ptr + (tok * SPLITS + offs_s[:, None]) * H + offs_h[None, :])  # [SPLITS, H]
     m = tl.max(lses, axis=0)
@@ -89,14 +92,15 @@ def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, lse_ptr, H: tl.constexpr, D
     has = total > 0.0
     lse = tl.where(has, m_safe + tl.log2(tl.where(has, total, 1.0)), float("-inf"))
     lse_safe = tl.where(has, lse, 0.0)
-    acc = tl.zeros([H, DC], dtype=tl.float32)
+    acc = tl.zeros([H, BLOCK_D], dtype=tl.float32)
     for s in range(SPLITS):
         ls = tl.load(part_lse_ptr + (tok * SPLITS + s) * H + offs_h)
         w = tl.where(has, tl.exp2(ls - lse_safe), 0.0)
-        o = tl.load(part_o_ptr + (tok * SPLITS + s) * H * DC + offs_h[:, None] * DC + offs_c[None, :])
+        o = tl.load(part_o_ptr + (tok * SPLITS + s) * H * DC + offs_h[:, None] * DC + offs_d[None, :])
         acc += w[:, None] * o
-    tl.store(out_ptr + tok * H * DC + offs_h[:, None] * DC + offs_c[None, :], acc.to(out_ptr.dtype.element_ty))
-    tl.store(lse_ptr + tok * H + offs_h, lse)
+    tl.store(out_ptr + tok * H * DC + offs_h[:, None] * DC + offs_d[None, :], acc.to(out_ptr.dtype.element_ty))
+    if d0 == 0:
+        tl.store(lse_ptr + tok * H + offs_h, lse)
 
 
 def _splits(num_tokens: int, topk: int) -> int:
@@ -124,5 +128,6 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
         float(sm_scale) * LOG2E, TOPK=topk, H=heads, DC=dc, DP=dp, BLOCK_N=BLOCK_N, SPLITS=splits,
         DOT_DTYPE=_DOT_DTYPE, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
     if splits > 1:
-        _merge_splits[(num_tokens,)](part_o, part_lse, output, lse, H=heads, DC=dc, SPLITS=splits,
-                                     num_warps=COMBINE_WARPS)
+        _merge_splits[(num_tokens, dc // MERGE_BLOCK_D)](part_o, part_lse, output, lse, H=heads, DC=dc,
+                                                          SPLITS=splits, BLOCK_D=MERGE_BLOCK_D,
+                                                          num_warps=COMBINE_WARPS)

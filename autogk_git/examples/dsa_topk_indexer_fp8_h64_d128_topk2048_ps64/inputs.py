@@ -67,10 +67,27 @@ def unpack_k_cache(cache: torch.Tensor) -> torch.Tensor:
     return (values * scales).reshape(p * PAGE, DIM)
 
 
+def tables(batch: int, max_pages: int, num_pages: int, gen: torch.Generator, device: str
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(seq_lens [B] int32, block_table [B, M] int32): each sequence's pages drawn from the pool without
+    repeats, sequences disjoint, rows of one prefill sequence sharing its pages; 0 past a row's pages."""
+    b, m, p = int(batch), int(max_pages), int(num_pages)
+    pages, seq_of, seq_lens = layout(b, m, p)
+    table = torch.zeros((b, m), dtype=torch.int32, device=device)
+    if b:
+        perm = torch.randperm(p, generator=gen, device=device).to(torch.int32)
+        per_seq = torch.zeros((len(pages), m), dtype=torch.int32, device=device)
+        start = 0
+        for s, n in enumerate(pages):
+            per_seq[s, :n] = perm[start:start + n]
+            start += n
+        table = per_seq[torch.tensor(seq_of, dtype=torch.int64, device=device)].contiguous()
+    return torch.tensor(seq_lens, dtype=torch.int32, device=device).reshape(b), table
+
+
 def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
     b, m, p = int(axes["batch_size"]), int(axes["max_num_pages"]), int(axes["num_pages"])
     gen = torch.Generator(device=device).manual_seed(int(seed))
-    pages, seq_of, seq_lens = layout(b, m, p)
 
     def normal(*shape: int) -> torch.Tensor:
         return torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
@@ -85,18 +102,9 @@ def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
     q_scale = q.abs().amax(dim=-1).clamp_min(1e-6) / FP8_MAX
     q_fp8 = (q / q_scale[..., None]).to(torch.float8_e4m3fn)
     weights = normal(b, HEADS) * HEADS ** -0.5 * q_scale * DIM ** -0.5
-
-    table = torch.zeros((b, m), dtype=torch.int32, device=device)
-    if b:
-        perm = torch.randperm(p, generator=gen, device=device).to(torch.int32)
-        per_seq = torch.zeros((len(pages), m), dtype=torch.int32, device=device)
-        start = 0
-        for s, n in enumerate(pages):
-            per_seq[s, :n] = perm[start:start + n]
-            start += n
-        table = per_seq[torch.tensor(seq_of, dtype=torch.int64, device=device)].contiguous()
+    seq_lens, table = tables(b, m, p, gen, device)
     return {"q_index_fp8": q_fp8, "k_index_cache_fp8": pack_k_cache(k_fp8, k_scale), "weights": weights,
-            "seq_lens": torch.tensor(seq_lens, dtype=torch.int32, device=device).reshape(b), "block_table": table}
+            "seq_lens": seq_lens, "block_table": table}
 
 
 def row_scores(inputs: dict, axes: dict, rows: range) -> torch.Tensor:
