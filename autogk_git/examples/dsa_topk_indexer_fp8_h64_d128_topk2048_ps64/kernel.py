@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-BLOCK_N = 64  # autogk: tune [32, 64, 128]
+BLOCK_N = 128  # autogk: tune [32, 64, 128]
 NUM_WARPS = 4  # autogk: tune [4, 8]
 NUM_STAGES = 2  # autogk: tune [1, 2, 3]
 FP8_DOT = True  # autogk: tune [True, False]
