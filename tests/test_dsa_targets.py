@@ -54,7 +54,8 @@ def reference(target: str):
 def test_definitions_are_the_shared_ones_and_workloads_span_decode_prefill_and_cpu():
     for target in (SA, IX):
         if SHARED.is_dir():
-            assert definition(target) == json.loads((SHARED / "definitions" / "dsa_paged" / f"{target}.json").read_text())
+            shared = SHARED / "definitions" / "dsa_paged" / f"{target}.json"
+            assert definition(target) == json.loads(shared.read_text())
         wls = workloads(target)
         rows = [w["axes"].get("num_tokens", w["axes"].get("batch_size")) for w in wls]
         assert min(rows) == 1 and max(rows) >= 2048
