@@ -48,7 +48,10 @@ def _price_table_ok(table: Any) -> bool:
 SCHEMA: dict[str, dict[str, Key]] = {
     "project": {
         "trunk": Key(str, "main", "branch holding the best kept kernel"),
-        "target": Key(str, "", "default target (a folder under kernels/); empty: the only one"),
+        "target": Key(str, "", "default target (a folder under [project] targets); empty: the only one"),
+        "targets": Key(str, "kernels", "folder holding the targets, relative to the repository root",
+                       check=lambda x: bool(x) and not x.startswith("/") and ".." not in x.split("/"),
+                       rule="a relative path inside the repository"),
     },
     "bench": {
         "backend": Key(str, "auto", "where benchmarks run", ("auto", "interpret", "local", "modal")),

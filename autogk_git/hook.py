@@ -11,33 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autogk_git import refs
+from autogk_git.record import refs
 from autogk_git.errors import AutogkError
-from autogk_git.git.run import git
-
-LOOP_ENV = "AUTOGK_LOOP"
-
-
-def _pid_file(state_dir: Path, sha: str) -> Path:
-    d = state_dir / "bench"
-    d.mkdir(parents=True, exist_ok=True)
-    return d / f"{sha}.pid"
-
-
-def running_bench_pid(state_dir: Path, sha: str) -> int | None:
-    p = state_dir / "bench" / f"{sha}.pid"
-    try:
-        pid = int(p.read_text().strip())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        return None
-    except PermissionError:
-        return pid
-
+from autogk_git.git.run import git, git_proc
+from autogk_git.loop.background import LOOP_ENV, pid_file, running_bench_pid
 
 def _experiment_branch() -> refs.ExperimentRef | None:
-    out = subprocess.run(["git", "symbolic-ref", "--quiet", "HEAD"], capture_output=True, text=True)
+    out = git_proc("symbolic-ref", "--quiet", "HEAD", inherit=True)
     parsed = refs.ExperimentRef.parse(out.stdout.strip()) if out.returncode == 0 else None
     return parsed[1] if parsed and parsed[0] == "branch" else None
 
@@ -49,7 +29,9 @@ def pre_commit() -> int:
     from autogk_git.project import Project
     project = Project.find()
     target = project.target(exp.target)
-    staged = [p for p in git("diff", "--cached", "--name-only", cwd=project.root).splitlines() if p]
+    # git's own index for this commit: `commit -a` and `commit PATH` stage into a temporary index named by
+    # GIT_INDEX_FILE, which must not be stripped here.
+    staged = [p for p in git_proc("diff", "--cached", "--name-only", cwd=project.root, inherit=True).stdout.splitlines() if p]
     bad = [p for p in staged if not target.is_editable(p)]
     if bad:
         print(f"autogk: branch {exp.branch} is an experiment on target '{exp.target}'; it may change only "
@@ -76,7 +58,7 @@ def post_commit() -> int:
         proc = subprocess.Popen([sys.executable, "-m", "autogk_git.hook", "bench", sha, exp.branch],
                                 cwd=str(project.root), stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    _pid_file(project.state_dir, sha).write_text(str(proc.pid))
+    pid_file(project.state_dir, sha).write_text(str(proc.pid))
     print(f"autogk: benchmarking experiment #{exp.number:04d} ({sha[:10]}) in the background; log: {log}\n"
           f"autogk: see the result with `autogk show {exp.number}`; `autogk iterate` concludes it (merge or archive)")
     return 0
@@ -85,12 +67,12 @@ def post_commit() -> int:
 def bench(project, sha: str, branch: str) -> int:
     from autogk_git.loop import experiment as ex
     exp = refs.ExperimentRef.parse(branch)[1]
-    pid_file = _pid_file(project.state_dir, sha)
-    pid_file.write_text(str(os.getpid()))
+    pid_path = pid_file(project.state_dir, sha)
+    pid_path.write_text(str(os.getpid()))
     try:
         ex.evaluate(project, exp.target, exp.number, sha, branch, lambda s: print(f"autogk: {s}", flush=True))
     finally:
-        pid_file.unlink(missing_ok=True)
+        pid_path.unlink(missing_ok=True)
     return 0
 
 

@@ -1,4 +1,8 @@
-"""A project (a git repo with `.autogk.toml`) and its targets (`kernels/<target>/`)."""
+"""A project (a git repo with `.autogk.toml`) and its targets (`<[project] targets>/<target>/`, `kernels/` by default).
+
+The only module that knows where a target's files live: everything else asks a Target for `rel`, `dir`
+or one of its paths.
+"""
 from __future__ import annotations
 
 import fnmatch
@@ -12,7 +16,6 @@ from autogk_git import config as config_mod
 from autogk_git.errors import InputDataNeeded, NotAProject, TargetError
 from autogk_git.git.run import git
 
-KERNELS_DIR = "kernels"
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
 
 
@@ -46,10 +49,20 @@ class Target:
     name: str
     dir: Path
     editable: list[str] = field(default_factory=lambda: ["kernel.py"])
+    targets_dir: str = "kernels"
 
     @property
     def rel(self) -> str:
-        return f"{KERNELS_DIR}/{self.name}"
+        """The target's folder, relative to the repository root."""
+        return f"{self.targets_dir}/{self.name}"
+
+    def at(self, root: Path) -> "Target":
+        """The same target in another checkout of the repository (a worktree)."""
+        return Target(self.name, Path(root) / self.rel, list(self.editable), self.targets_dir)
+
+    def file_rel(self, name: str) -> str:
+        """A file of the target, relative to the repository root (`kernel.py` -> `kernels/t/kernel.py`)."""
+        return f"{self.rel}/{name}"
 
     @cached_property
     def definition(self) -> dict[str, Any]:
@@ -184,12 +197,24 @@ class Project:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
+    def artifact_dir(self, target: str) -> Path:
+        """Files autogk writes about a target for agents to read (profiles, the workload view)."""
+        return self.state_dir / "artifacts" / target
+
     @property
     def trunk(self) -> str:
         return self.config.project.trunk
 
+    @property
+    def targets_dir(self) -> Path:
+        return self.root / self.config.project.targets
+
+    def target_rel(self, name: str) -> str:
+        """A target's folder relative to the root, whether or not it exists in this checkout."""
+        return f"{self.config.project.targets}/{name}"
+
     def target_names(self) -> list[str]:
-        kdir = self.root / KERNELS_DIR
+        kdir = self.targets_dir
         if not kdir.is_dir():
             return []
         return sorted(p.name for p in kdir.iterdir() if (p / "definition.json").exists())
@@ -201,15 +226,15 @@ class Project:
             if len(names) == 1:
                 name = names[0]
             elif not names:
-                raise TargetError(f"no targets under {self.root / KERNELS_DIR}",
+                raise TargetError(f"no targets under {self.targets_dir}",
                                   "add one: autogk init --definition FILE  (or --example rmsnorm_h4096)")
             else:
                 raise TargetError(f"several targets ({', '.join(names)}) and none chosen",
                                   "pass --target NAME, or set [project] target in .autogk.toml")
         if name not in names:
-            raise TargetError(f"no target '{name}' under {KERNELS_DIR}/",
+            raise TargetError(f"no target '{name}' under {self.config.project.targets}/",
                               f"known targets: {', '.join(names) or 'none'}")
-        return Target(name, self.root / KERNELS_DIR / name, list(self.config.agent.editable))
+        return Target(name, self.targets_dir / name, list(self.config.agent.editable), self.config.project.targets)
 
     @cached_property
     def main_root(self) -> Path:

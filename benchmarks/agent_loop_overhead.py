@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from autogk_git import inspect
+    from autogk_git.agents import workload_view as inspect
     from autogk_git.agents import research
     from autogk_git.loop import experiment as ex
     from autogk_git.loop import iterate as it
@@ -91,14 +91,14 @@ def main() -> None:
             cfg = project.config
 
             def bookkeeping():
-                history = ex.history(project, target.name)
+                history = ex.results(project, target.name)
                 plans = research.plans(root, target.name)
                 research.due(history, cfg, since=plans[-1].after if plans else 0)
                 research.pending(root, target.name, history, cfg.research.follow, plans)
                 it.tried_trees(project, target.rel, history)
 
             row = {"experiments": n,
-                   "history_ms": timed(lambda: ex.history(project, target.name), args.rounds),
+                   "history_ms": timed(lambda: ex.results(project, target.name), args.rounds),
                    "per_iteration_bookkeeping_ms": timed(bookkeeping, args.rounds),
                    "offline_research_ms": timed(lambda: research.research(project, target, "bench", lambda s: None,
                                                                          mode="offline"), args.rounds),

@@ -75,7 +75,7 @@ def project(template_project, tmp_path):
 
 def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
     """The result measured on sha itself (a note may also carry a copied, stale one)."""
-    from autogk_git.notes import parse_result
+    from autogk_git.record.notes import parse_result
     res = parse_result(git(root, "notes", "--ref", ref, "show", sha), sha)
     assert res is not None, f"no result for {sha} in its note"
     return res

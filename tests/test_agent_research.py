@@ -8,7 +8,7 @@ import pytest
 from conftest import autogk, git
 
 from autogk_git import config as config_mod
-from autogk_git import inspect
+from autogk_git.agents import workload_view as inspect
 from autogk_git.agents import research
 from autogk_git.agents.base import Proposal
 from autogk_git.loop import iterate as it

@@ -111,7 +111,7 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
     import subprocess
     from autogk_git.bench.stages import benchmark
     from autogk_git.commands.show import workload_table
-    from autogk_git.loop.paired import PairedRatioRule
+    from autogk_git.loop.verdict import PairedRatioRule
     from autogk_git.project import Project
 
     kernel = project / "kernels" / "scale" / "kernel.py"

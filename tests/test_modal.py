@@ -17,9 +17,9 @@ from conftest import autogk, git
 pytest.importorskip("modal")
 
 from autogk_git import config as config_mod  # noqa: E402
-from autogk_git import modal_app  # noqa: E402
+from autogk_git.bench.backends.modal import app as modal_app  # noqa: E402
 from autogk_git.bench.backends.interpret import InterpretBackend  # noqa: E402
-from autogk_git.bench.backends.modal_backend import ModalBackend, preflight, token_source  # noqa: E402
+from autogk_git.bench.backends.modal.backend import ModalBackend, preflight, token_source  # noqa: E402
 from autogk_git.bench.job import make_job  # noqa: E402
 from autogk_git.errors import BenchError  # noqa: E402
 from autogk_git.project import Project  # noqa: E402
@@ -98,18 +98,18 @@ def test_app_and_image_are_built_offline_with_the_configured_pins():
     spec = modal_app.image_spec(cfg)
     assert (spec["timeout_s"], spec["retries"]) == (1200, 2)
     shipped = Path(spec["sources"]["autogk_git"])
-    for f in ("bench/worker.py", "bench/runner.py", "modal_app.py", "errors.py"):
+    for f in ("bench/worker.py", "bench/runner.py", "bench/backends/modal/app.py", "errors.py"):
         assert (shipped / f).is_file()
     # Defaults: B200, and the function is pickled by reference (no bytecode crosses Python versions).
     _, _, fn_default = modal_app.build(config_mod.parse({}))
     assert fn_default._spec_.gpus == "B200"
     import cloudpickle
     blob = cloudpickle.dumps(modal_app.autogk_bench)
-    assert len(blob) < 200 and b"autogk_git.modal_app" in blob
+    assert len(blob) < 200 and b"autogk_git.bench.backends.modal.app" in blob
 
 
 def test_modal_is_imported_only_when_used():
-    code = ("import sys; import autogk_git.modal_app, autogk_git.bench.backends.modal_backend, "
+    code = ("import sys; import autogk_git.bench.backends.modal.app, autogk_git.bench.backends.modal.backend, "
             "autogk_git.loop.parallel, autogk_git.commands.doctor; print('modal' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

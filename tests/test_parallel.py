@@ -10,7 +10,7 @@ import pytest
 
 from conftest import autogk, git, notes_json
 
-from autogk_git import refs
+from autogk_git.record import refs
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.parallel import make_slots, refresh_if_stale
 from autogk_git.project import Project
@@ -90,7 +90,7 @@ def _open_and_measure(p: Project, new_block: str, say, measure: bool = True):
     k.write_text(k.read_text().replace("BLOCK = 64 ", f"BLOCK = {new_block} "))
     target = p.target("scale")
     from autogk_git.project import Target
-    sha, branch = ex.commit_change(p, wt, Target("scale", wt / target.rel, target.editable), number, branch,
+    sha, branch = ex.commit_change(p, wt, target.at(wt), number, branch,
                                    f"tune: BLOCK 64 -> {new_block}", "why", "tune", base)
     if measure:
         result = ex.evaluate(p, "scale", number, sha, branch, say, track=False)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from autogk_git import notes, refs, tunables
+from autogk_git import tunables
+from autogk_git.record import notes
+from autogk_git.record import refs
 
 SRC = "X = 1\nBLOCK = 64  # autogk: tune [32, 64, 128]\nN2 = 2  # autogk: tune [2, 4]\nplain = 5\n"
 

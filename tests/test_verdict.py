@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from autogk_git import config as config_mod
-from autogk_git.loop.paired import PairedRatioRule
+from autogk_git.loop.verdict import PairedRatioRule
 from autogk_git.loop.verdict import CorrectnessOnly, rule_for
 from autogk_git.tracking.mlflow_store import metrics_of
 

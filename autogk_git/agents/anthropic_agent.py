@@ -209,7 +209,7 @@ class AnthropicAgent:
             if path is not None and path.exists():
                 return path.read_text()
             if name == "workloads":
-                from autogk_git import inspect
+                from autogk_git.agents import workload_view as inspect
                 return inspect.render(inspect.inspect_target(ctx.target))
             if name == "profile":
                 raise tools.ToolError("no profile yet: a person runs `python -m autogk_git.bench.profiler` "

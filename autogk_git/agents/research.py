@@ -27,7 +27,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from autogk_git import notes, refs, tunables
+from autogk_git import tunables
+from autogk_git.record import notes
+from autogk_git.record import refs
 from autogk_git.agents import prompts
 from autogk_git.git import repo
 
@@ -210,16 +212,16 @@ def offline_sections(history: list[dict[str, Any]], kernel: str, inspector: dict
 def research(project, target, trigger: str, say: Callable[[str], None], mode: str = "auto",
              client=None) -> tuple[Plan, dict[str, Any]]:
     """Write a plan note on the trunk tip; returns (plan, usage)."""
-    from autogk_git import inspect
+    from autogk_git.agents import workload_view as inspect
     from autogk_git.agents.anthropic_agent import api_key
-    from autogk_git.loop import experiment as ex
+    from autogk_git.record import experiments
 
     cfg = project.config
     mode = mode if mode != "auto" else cfg.research.agent
     if mode == "auto":
         mode = "anthropic" if api_key() else "offline"
-    tip = ex.ensure_trunk(project, say)
-    history = ex.history(project, target.name)
+    tip = experiments.ensure_trunk(project, say)
+    history = experiments.results(project, target.name)
     after = max((r.get("experiment") or 0 for r in history), default=0)
     art = inspect.write_artifact(project, target)
     stats = json.loads((art.parent / "workloads.json").read_text())

@@ -32,6 +32,21 @@ def stride_subset(workloads: list[dict[str, Any]], stride: int) -> list[dict[str
     return workloads[::max(1, stride)]
 
 
+def settings_for(config) -> dict[str, Any]:
+    """The timing and checking settings every job carries, from the config."""
+    b = config.bench
+    return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer,
+            "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "min_effect": b.min_effect,
+            "confidence": b.confidence}
+
+
+def timed_settings(config) -> dict[str, Any]:
+    """What every timed backend adds to a job, from the config, so their results compare."""
+    b = config.bench
+    return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
+            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
+
+
 def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],
              workloads: list[dict[str, Any]], settings: dict[str, Any], seed: int) -> dict[str, Any]:
     return {

@@ -99,7 +99,6 @@ def profile_target(project, target, rev: str | None = None, calls: int = 20) -> 
     from autogk_git.bench.stages import sources_at
     from autogk_git.errors import BenchError
     from autogk_git.git import repo
-    from autogk_git.inspect import artifact_dir
 
     import os
 
@@ -126,7 +125,7 @@ def profile_target(project, target, rev: str | None = None, calls: int = 20) -> 
                              "run `autogk bench` first: the kernel must be correct to be profiled")
         report = json.loads(out.read_text())
     report["commit"] = sha
-    dest = artifact_dir(project, target.name)
+    dest = project.artifact_dir(target.name)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "profile.json").write_text(json.dumps(report, indent=1))
     (dest / "profile.md").write_text(render(report, target.name))

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git.bench.job import make_job, quick_subset, stride_subset
+from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset
 from autogk_git.bench.status import Status
 from autogk_git.git import repo
 from autogk_git.project import Target
@@ -23,13 +23,6 @@ def sources_at(root: Path, target: Target, rev: str) -> dict[str, str]:
     """The target's Python files at rev: kernel.py and anything it imports beside it."""
     files = repo.tree_files(root, rev, target.rel)
     return {p: t for p, t in files.items() if p.endswith(".py") and p != "inputs.py"}
-
-
-def settings_for(config) -> dict[str, Any]:
-    b = config.bench
-    return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer,
-            "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "min_effect": b.min_effect,
-            "confidence": b.confidence}
 
 
 def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from autogk_git.errors import AutogkError
+from autogk_git.record import refs
 from autogk_git.git import repo
 from autogk_git.project import Project, Target
 
@@ -49,7 +50,7 @@ def bench(target, rev, against, backend, as_json) -> int:
     project = Project.find()
     t = project.target(target)
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    rev = rev or (project.trunk if repo.rev(project.root, f"refs/heads/{project.trunk}") else "HEAD")
+    rev = rev or (project.trunk if repo.rev(project.root, refs.branch(project.trunk)) else "HEAD")
     res = check_kernel(project, t, rev, say, backend, against)
     if as_json:
         click.echo(json.dumps(res, indent=1, sort_keys=True))

@@ -5,7 +5,7 @@ import json
 
 import click
 
-from autogk_git import history
+from autogk_git.record import ledger
 from autogk_git.project import Project
 
 
@@ -14,7 +14,7 @@ from autogk_git.project import Project
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def best(target, as_json) -> int:
     project = Project.find()
-    found = history.best(project.root, project.trunk, target)
+    found = ledger.best(project.root, project.trunk, target)
     if as_json:
         click.echo(json.dumps([b.as_dict() for b in found], indent=1))
         return 0

@@ -19,7 +19,7 @@ from autogk_git.project import Project
               help="backend for commits the notes do not cover")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def bisect(good, bad, target, workload, threshold, backend, as_json) -> int:
-    from autogk_git import bisect as bisect_mod
+    from autogk_git.review import bisection as bisect_mod
 
     project = Project.find()
     t = project.target(target)

@@ -20,7 +20,7 @@ def _version(dist: str) -> str | None:
 
 def modal_status(cfg) -> dict[str, Any]:
     """Whether the modal backend could run: package, token, settings. Reads files only, never the network."""
-    from autogk_git.bench.backends.modal_backend import server_url, token_source
+    from autogk_git.bench.backends.modal.backend import server_url, token_source
     installed = _version("modal")
     token = token_source()
     out: dict[str, Any] = {"installed": installed, "token": token, "server": server_url(),
@@ -62,7 +62,7 @@ def checks() -> dict[str, Any]:
                 need = t.inputs_needing_data()
                 out["project"]["targets"][name] = {"workloads": len(t.workloads), "needs_data": need}
                 if need:
-                    out["problems"].append(f"target {name}: provide data for {', '.join(need)} (kernels/{name}/inputs.py)")
+                    out["problems"].append(f"target {name}: provide data for {', '.join(need)} ({project.target_rel(name)}/inputs.py)")
             except Exception as e:  # noqa: BLE001 - report every target's problem
                 out["project"]["targets"][name] = {"error": str(e)}
                 out["problems"].append(f"target {name}: {e}")

@@ -5,6 +5,7 @@ import click
 
 from autogk_git.git import hooks as hooks_mod
 from autogk_git.project import find_root
+from autogk_git.record import refs
 
 
 @click.group("hooks", help="Install or remove autogk's git hooks.")
@@ -14,7 +15,7 @@ def hooks() -> None:
 
 @hooks.command("install", help="Install the hook shims (an existing hook is chained, not replaced).")
 def install() -> int:
-    for line in hooks_mod.install(find_root()):
+    for line in hooks_mod.install(find_root(), refs.NOTES_GLOB):
         click.echo(line)
     return 0
 

@@ -15,8 +15,9 @@ from autogk_git import config as config_mod
 from autogk_git.errors import AutogkError, TargetError
 from autogk_git.git import hooks as hooks_mod
 from autogk_git.git import repo
-from autogk_git.git.run import git
-from autogk_git.project import KERNELS_DIR, Project, Target, check_definition, read_jsonl
+from autogk_git.git.run import git, identity_env
+from autogk_git.project import Project, Target, check_definition, read_jsonl
+from autogk_git.record import refs
 
 DEFAULT_VAR_VALUES = (1, 16, 128)
 
@@ -167,7 +168,10 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         git("init", "-q", "-b", trunk or "main", cwd=path)
         top = path.resolve()
         say(f"initialized a git repository in {top}")
-    tdir = top / KERNELS_DIR / tname
+    has_config = (top / config_mod.CONFIG_NAME).exists()
+    targets = config_mod.load(top).project.targets if has_config else config_mod.SCHEMA["project"]["targets"].default
+    target = Target(tname, top / targets / tname, targets_dir=targets)
+    tdir = target.dir
     if workloads_file:
         wl_lines, blobs = read_workloads(workloads_file, definition["name"], blobs_dir)
     else:
@@ -198,8 +202,7 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     for src, _ in blobs:
         (tdir / "blobs").mkdir(exist_ok=True)
         shutil.copyfile(src, tdir / "blobs" / src.name)
-    written = [f"{KERNELS_DIR}/{tname}/{f}" for f in files] + \
-              [f"{KERNELS_DIR}/{tname}/blobs/{src.name}" for src, _ in blobs]
+    written = [target.file_rel(f) for f in files] + [target.file_rel(f"blobs/{src.name}") for src, _ in blobs]
 
     cfg_path = top / config_mod.CONFIG_NAME
     branch = repo.current_branch(top) or "main"
@@ -212,18 +215,18 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         gi.write_text(existing + ("" if existing.endswith("\n") or not existing else "\n") + "# autogk's MLflow store\nmlruns/\n")
         written.append(".gitignore")
     project = Project(top)
-    for line in hooks_mod.install(top):
+    for line in hooks_mod.install(top, refs.NOTES_GLOB):
         say(line)
-    from autogk_git.git import remote as remote_mod
+    from autogk_git.record import sharing as remote_mod
     for line in remote_mod.setup(top):  # notes and archive refs travel with fetch/push
         say(line)
     git("add", "--", *written, cwd=top)
     git("commit", "-q", "-m", f"autogk: add target {tname}", "--", *written, cwd=top,
         env={"AUTOGK_LOOP": "1", **_identity(top)})
     sha = repo.rev(top, "HEAD")
-    say(f"committed {sha[:10]} on {repo.current_branch(top)}: target {tname} in {KERNELS_DIR}/{tname}/")
+    say(f"committed {sha[:10]} on {repo.current_branch(top)}: target {tname} in {target.rel}/")
 
-    target = Target(tname, tdir, list(project.config.agent.editable))
+    target = project.target(tname)
     need = target.inputs_needing_data()
     info: dict[str, Any] = {"root": str(top), "target": tname, "commit": sha, "files": written, "needs_data": need}
     if need:
@@ -239,7 +242,6 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
 
 
 def _identity(root: Path) -> dict[str, str]:
-    from autogk_git.loop.experiment import identity_env
     return identity_env(root)
 
 

@@ -5,7 +5,7 @@ import json
 
 import click
 
-from autogk_git import history
+from autogk_git.record import ledger
 from autogk_git.project import find_root
 
 
@@ -18,8 +18,8 @@ from autogk_git.project import find_root
 @click.option("--json", "as_json", is_flag=True, help="print a JSON array")
 def log(target, verdict, state, since, limit, as_json) -> int:
     root = find_root()
-    when = history.parse_since(since) if since else None
-    items = history.select(history.rows(root, target), verdict, when, state)
+    when = ledger.parse_since(since) if since else None
+    items = ledger.select(ledger.rows(root, target), verdict, when, state)
     if limit > 0:
         items = items[-limit:]
     if as_json:

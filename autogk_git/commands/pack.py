@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from autogk_git import history, refs
+from autogk_git.record import ledger
+from autogk_git.record import refs
 from autogk_git.errors import AutogkError
 from autogk_git.git import repo
 from autogk_git.git.run import git
@@ -21,10 +22,10 @@ from autogk_git.project import Project
 
 def default_rev(project: Project, target: str) -> tuple[str, str]:
     """(revision, why) for the best kept kernel, or the trunk's tip when nothing is kept."""
-    for b in history.best(project.root, project.trunk, target):
+    for b in ledger.best(project.root, project.trunk, target):
         if b.row is not None and b.trunk_commit:
             return b.trunk_commit, f"best kept experiment #{b.row.number:04d} ({b.row.hypothesis})"
-    if repo.rev(project.root, f"refs/heads/{project.trunk}"):
+    if repo.rev(project.root, refs.branch(project.trunk)):
         return project.trunk, f"the tip of '{project.trunk}' (nothing kept yet)"
     return "HEAD", "HEAD"
 
@@ -51,7 +52,7 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
     definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
                             or json.dumps(target.definition))
     who = author or git("config", "user.name", cwd=project.root, check=False).strip() or "autogk"
-    from autogk_git.notes import parse_result
+    from autogk_git.record.notes import parse_result
     note = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
     result = parse_result(note, sha) if note else None
     if result is None:  # a trunk merge: the figures are on the kept experiment it merged

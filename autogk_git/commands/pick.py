@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -17,26 +16,29 @@ from typing import Any
 
 import click
 
-from autogk_git import history, notes, refs, tunables
+from autogk_git import tunables
+from autogk_git.record import ledger
+from autogk_git.record import notes
+from autogk_git.record import refs
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.git import repo
-from autogk_git.git.run import git, git_env
+from autogk_git.git.run import git, git_proc, identity_env
 from autogk_git.project import Project
 
 
 def _where(project: Project, branch: str) -> Path | None:
     for wt in repo.worktrees(project.root):
-        if wt.get("branch") == f"refs/heads/{branch}":
+        if wt.get("branch") == refs.branch(branch):
             return Path(wt["worktree"])
     return None
 
 
 def cherry_pick(project: Project, sha: str, branch: str) -> str:
     """Cherry-pick sha onto branch (with -x); returns the new tip. Conflicts raise with the fix."""
-    from autogk_git.loop.experiment import LOOP_ENV, identity_env
-    if not repo.rev(project.root, f"refs/heads/{branch}"):
+    from autogk_git.loop.background import LOOP_ENV
+    if not repo.rev(project.root, refs.branch(branch)):
         raise AutogkError(f"no branch '{branch}'", f"create it first: git branch {branch} <start-point>")
-    env = {**git_env({LOOP_ENV: "1", **identity_env(project.root)})}
+    env = {LOOP_ENV: "1", **identity_env(project.root)}
     wt = _where(project, branch)
     tmp = None
     if wt is not None and not repo.is_clean(wt):
@@ -47,10 +49,10 @@ def cherry_pick(project: Project, sha: str, branch: str) -> str:
         wt = tmp / "wt"
         git("worktree", "add", "--quiet", str(wt), branch, cwd=project.root)
     try:
-        proc = subprocess.run(["git", "cherry-pick", "-x", sha], cwd=str(wt), capture_output=True, text=True, env=env)
+        proc = git_proc("cherry-pick", "-x", sha, cwd=wt, env=env)
         if proc.returncode != 0:
             conflicted = [p for p in git("diff", "--name-only", "--diff-filter=U", cwd=wt).splitlines() if p]
-            subprocess.run(["git", "cherry-pick", "--abort"], cwd=str(wt), capture_output=True, env=env)
+            git_proc("cherry-pick", "--abort", cwd=wt, env=env)
             if not conflicted:
                 why = (proc.stdout + proc.stderr).strip().splitlines()
                 empty = any("empty" in ln for ln in why)
@@ -69,12 +71,11 @@ def cherry_pick(project: Project, sha: str, branch: str) -> str:
         return git("rev-parse", "HEAD", cwd=wt).strip()
     finally:
         if tmp is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=str(project.root),
-                           capture_output=True, env=git_env())
+            git_proc("worktree", "remove", "--force", str(wt), cwd=project.root)
             git("worktree", "prune", cwd=project.root)
 
 
-def benchmark_pick(project: Project, row: history.Row, new: str, old_tip: str, branch: str, say,
+def benchmark_pick(project: Project, row: ledger.Row, new: str, old_tip: str, branch: str, say,
                    backend_name: str | None = None) -> dict[str, Any]:
     from autogk_git.bench.backends import get_backend
     from autogk_git.bench.stages import benchmark
@@ -113,8 +114,8 @@ def benchmark_pick(project: Project, row: history.Row, new: str, old_tip: str, b
 def pick(number, onto, target, bench, backend, as_json) -> int:
     project = Project.find()
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    row = history.find(project.root, number, target)
-    old_tip = repo.rev(project.root, f"refs/heads/{onto}")
+    row = ledger.find(project.root, number, target)
+    old_tip = repo.rev(project.root, refs.branch(onto))
     try:
         new = cherry_pick(project, row.commit, onto)
     except GitError as e:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from autogk_git import history
+from autogk_git.record import ledger
 from autogk_git.errors import AutogkError
 from autogk_git.project import Project
 
@@ -18,10 +18,10 @@ from autogk_git.project import Project
 @click.option("--mlflow/--no-mlflow", "to_mlflow", default=True, show_default=True, help="log the files to MLflow")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def report(target, out_dir, to_mlflow, as_json) -> int:
-    from autogk_git import report as report_mod
+    from autogk_git.review import report as report_mod
 
     project = Project.find()
-    targets = [target] if target else sorted({r.target for r in history.rows(project.root)})
+    targets = [target] if target else sorted({r.target for r in ledger.rows(project.root)})
     if not targets:
         raise AutogkError("no experiments yet, so nothing to report", "run `autogk iterate` first")
     out_dir = out_dir or project.main_root / "mlruns" / "reports"

@@ -22,7 +22,7 @@ def research(target, offline, why, show_only, as_json) -> int:
     t = project.target(target)
     say = (lambda s: click.echo(s, err=True))
     if show_only:
-        history = ex.history(project, t.name)
+        history = ex.results(project, t.name)
         plan = rs.pending(project.root, t.name, history, project.config.research.follow)
         if plan is None:
             say(f"no pending plan for {t.name}; write one with: autogk research")

@@ -5,9 +5,10 @@ import json
 
 import click
 
-from autogk_git import history, refs
+from autogk_git.record import ledger
+from autogk_git.record import refs
 from autogk_git.git import repo
-from autogk_git.project import find_root
+from autogk_git.project import Project, find_root
 
 
 def workload_table(result: dict) -> list[str]:
@@ -30,9 +31,9 @@ def workload_table(result: dict) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="print the result note's JSON")
 def show(number, target, as_json) -> int:
     root = find_root()
-    row = history.find(root, number, target)
+    row = ledger.find(root, number, target)
     note = repo.read_note(root, refs.NOTES_RESULTS, row.commit)
-    from autogk_git.notes import parse_result
+    from autogk_git.record.notes import parse_result
     result = parse_result(note, row.commit) if note else None
     if as_json:
         click.echo(json.dumps({"row": row.as_dict(), "result": result}, indent=1, sort_keys=True))
@@ -54,7 +55,7 @@ def show(number, target, as_json) -> int:
         click.echo("\n--- plan ---\n" + plan.strip())
     parent = (result or {}).get("parent") or f"{row.commit}^"
     click.echo("\n--- diff ---")
-    click.echo(repo.diff(root, parent, row.commit, f"kernels/{row.target}").rstrip() or "(no change)")
+    click.echo(repo.diff(root, parent, row.commit, Project(root).target_rel(row.target)).rstrip() or "(no change)")
     if result:
         click.echo("\n--- workloads ---")
         for line in workload_table(result):

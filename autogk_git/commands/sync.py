@@ -11,12 +11,13 @@ import json
 
 import click
 
-from autogk_git import history, refs
+from autogk_git.record import ledger
+from autogk_git.record import refs
 from autogk_git.errors import GitError
-from autogk_git.git import remote as remote_mod
+from autogk_git.record import sharing as remote_mod
 from autogk_git.git import repo
 from autogk_git.git.run import git
-from autogk_git.notes import parse_result
+from autogk_git.record.notes import parse_result
 from autogk_git.project import Project
 
 
@@ -35,7 +36,7 @@ def fetch_shared(project: Project, say, remote: str | None = None) -> list[str]:
         say(line)
         done.append(name)
         trunk = project.trunk
-        if not repo.rev(project.root, f"refs/heads/{trunk}") and repo.rev(project.root, f"refs/remotes/{name}/{trunk}"):
+        if not repo.rev(project.root, refs.branch(trunk)) and repo.rev(project.root, f"refs/remotes/{name}/{trunk}"):
             git("branch", "--quiet", "--track", trunk, f"refs/remotes/{name}/{trunk}", cwd=project.root)
             say(f"created the trunk branch '{trunk}' from {name}/{trunk}")
     return done
@@ -63,7 +64,7 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
             mlflow_store.log_result(project, r, known_new=not full)
             logged += 1
             say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(todo)})")
-    history.notes_index(project.root)  # the first `autogk log` after a clone need not parse every note
+    ledger.notes_index(project.root)  # the first `autogk log` after a clone need not parse every note
     return _summary(len(results), logged, skipped, fetched)
 
 

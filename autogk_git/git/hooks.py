@@ -20,7 +20,8 @@ def hooks_dir(root: Path) -> Path:
 
 
 def shim_text(name: str) -> str:
-    return resources.files("autogk_git.shims").joinpath(name).read_text().replace("@PYTHON@", sys.executable)
+    """The one hook template, for either hook: the shim finds its own name at run time."""
+    return resources.files("autogk_git.resources").joinpath("hook.sh").read_text().replace("@PYTHON@", sys.executable)
 
 
 def is_ours(path: Path) -> bool:
@@ -30,8 +31,11 @@ def is_ours(path: Path) -> bool:
         return False
 
 
-def install(root: Path) -> list[str]:
-    """Install the shims; returns what was done, one line per hook."""
+def install(root: Path, notes_glob: str) -> list[str]:
+    """Install the shims; notes under notes_glob follow their commits through amend and rebase.
+
+    Returns what was done, one line per hook.
+    """
     d = hooks_dir(root)
     d.mkdir(parents=True, exist_ok=True)
     done = []
@@ -50,7 +54,7 @@ def install(root: Path) -> list[str]:
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         done.append(f"{path}: {note}")
     # Notes follow their commits through amend and rebase.
-    git("config", "notes.rewriteRef", "refs/notes/autogk/*", cwd=root)
+    git("config", "notes.rewriteRef", notes_glob, cwd=root)
     git("config", "notes.rewrite.amend", "true", cwd=root)
     git("config", "notes.rewrite.rebase", "true", cwd=root)
     return done

@@ -1,4 +1,5 @@
-"""The one function through which every git command runs."""
+"""The one place that starts git processes: `git()` for commands whose output we want, `git_proc()` for
+the few callers that need git's exit code and both streams. An architecture test keeps it the only one."""
 from __future__ import annotations
 
 import os
@@ -36,5 +37,24 @@ def git(*args: str, cwd: str | Path, input: str | bytes | None = None, check: bo
 
 def git_ok(*args: str, cwd: str | Path) -> bool:
     """True when `git args` exits 0."""
-    return subprocess.run(["git", *args], cwd=str(cwd), capture_output=True,
-                          env=git_env()).returncode == 0
+    return git_proc(*args, cwd=cwd).returncode == 0
+
+
+def git_proc(*args: str, cwd: str | Path | None = None, input: str | None = None,
+             env: dict[str, str] | None = None, inherit: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run `git args` and return the finished process (text), whatever its exit code.
+
+    inherit keeps the caller's GIT_* variables: only a hook asking about the very commit that runs it
+    wants them (GIT_INDEX_FILE names the index being committed, which `commit -a` makes temporary).
+    """
+    full = {**os.environ, **(env or {})} if inherit else git_env(env)
+    return subprocess.run(["git", *args], cwd=None if cwd is None else str(cwd), input=input,
+                          capture_output=True, text=True, env=full)
+
+
+def identity_env(root: Path) -> dict[str, str]:
+    """Author/committer for autogk's commits when the repository has no identity configured."""
+    if git("config", "user.email", cwd=root, check=False).strip():
+        return {}
+    return {"GIT_AUTHOR_NAME": "autogk", "GIT_AUTHOR_EMAIL": "autogk@localhost",
+            "GIT_COMMITTER_NAME": "autogk", "GIT_COMMITTER_EMAIL": "autogk@localhost"}

@@ -11,84 +11,26 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git import notes, refs, tunables
+from autogk_git import tunables
+from autogk_git.record import notes
+from autogk_git.record import refs
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.git import repo
-from autogk_git.git.run import git
+from autogk_git.git.run import git, git_proc, identity_env
+from autogk_git.loop.background import LOOP_ENV
 from autogk_git.project import Project, Target
+from autogk_git.record.experiments import Experiment, ensure_trunk, load_result, next_number, results, scan, write_plan  # noqa: F401
 
 Say = Callable[[str], None]
-LOOP_ENV = "AUTOGK_LOOP"  # set on the loop's own commits: the hook leaves them to the loop
-
-
-@dataclass
-class Experiment:
-    target: str
-    number: int
-    branch: str | None          # short branch name while open
-    sha: str | None             # the branch tip (or kept/archive ref target)
-    state: str                  # open | kept | archived
-
-
-def scan(project: Project, target: str) -> dict[int, Experiment]:
-    """Every experiment of a target, from its refs (one git process)."""
-    found: dict[int, Experiment] = {}
-    pats = [f"{refs.BRANCH_PREFIX}{target}/", f"{refs.KEPT_PREFIX}{target}/", f"{refs.ARCHIVE_PREFIX}{target}/"]
-    for name, sha in repo.for_each_ref(project.root, *pats):
-        parsed = refs.ExperimentRef.parse(name)
-        if not parsed:
-            continue
-        kind, ref = parsed
-        exp = found.setdefault(ref.number, Experiment(target, ref.number, None, None, "open"))
-        if kind == "branch":
-            exp.branch = ref.branch
-            exp.sha = exp.sha or sha
-        else:
-            exp.state = "kept" if kind == "kept" else "archived"
-            exp.sha = sha
-    return found
-
-
-def next_number(project: Project, target: str) -> int:
-    nums = list(scan(project, target))
-    wt_dir = project.state_dir / "worktrees"
-    if wt_dir.is_dir():  # a worktree reserves its number even before its branch exists
-        for p in wt_dir.iterdir():
-            if p.name.startswith(target + "-") and p.name.rsplit("-", 1)[-1].isdigit():
-                nums.append(int(p.name.rsplit("-", 1)[-1]))
-    return max(nums, default=0) + 1
 
 
 def worktree_path(project: Project, target: str, number: int) -> Path:
     return project.state_dir / "worktrees" / f"{target}-{number:04d}"
-
-
-def ensure_trunk(project: Project, say: Say) -> str:
-    """The trunk's tip; creates the trunk from HEAD when it does not exist yet."""
-    sha = repo.rev(project.root, f"refs/heads/{project.trunk}")
-    if sha:
-        return sha
-    head = repo.rev(project.root, "HEAD")
-    if not head:
-        raise AutogkError("the repository has no commits", "commit the project first: git add -A && git commit")
-    git("branch", project.trunk, head, cwd=project.root)
-    say(f"created trunk branch '{project.trunk}' at {head[:10]}")
-    return head
-
-
-def identity_env(root: Path) -> dict[str, str]:
-    """Author/committer for autogk's commits when the repository has no identity configured."""
-    have = subprocess.run(["git", "config", "user.email"], cwd=str(root), capture_output=True, text=True)
-    if have.stdout.strip():
-        return {}
-    return {"GIT_AUTHOR_NAME": "autogk", "GIT_AUTHOR_EMAIL": "autogk@localhost",
-            "GIT_COMMITTER_NAME": "autogk", "GIT_COMMITTER_EMAIL": "autogk@localhost"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -108,8 +50,7 @@ def open_worktree(project: Project, target: str, number: int, base: str) -> tupl
 
 def remove_worktree(project: Project, path: Path) -> None:
     if path.exists():
-        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=str(project.root),
-                       capture_output=True)
+        git_proc("worktree", "remove", "--force", str(path), cwd=project.root)
         shutil.rmtree(path, ignore_errors=True)
     git("worktree", "prune", cwd=project.root)
 
@@ -249,15 +190,6 @@ def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str |
         return None
 
 
-def load_result(project: Project, sha: str) -> dict[str, Any] | None:
-    text = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
-    return notes.parse_result(text, sha) if text else None
-
-
-# ------------------------------------------------------------------------------------------------
-# Conclusion
-# ------------------------------------------------------------------------------------------------
-
 def merge_message(result: dict[str, Any]) -> str:
     v = result["verdict"]
     return (f"autogk: keep {result['target']} #{result['experiment']:04d}: {result['hypothesis']}\n\n"
@@ -268,14 +200,14 @@ def merge_message(result: dict[str, Any]) -> str:
 
 def _checked_out_in(project: Project, branch: str) -> Path | None:
     for wt in repo.worktrees(project.root):
-        if wt.get("branch") == f"refs/heads/{branch}":
+        if wt.get("branch") == refs.branch(branch):
             return Path(wt["worktree"])
     return None
 
 
 def merge_into_trunk(project: Project, sha: str, message: str) -> str:
     """A --no-ff merge of sha into the trunk; returns the merge commit."""
-    trunk_ref = f"refs/heads/{project.trunk}"
+    trunk_ref = refs.branch(project.trunk)
     tip = repo.rev(project.root, trunk_ref)
     if tip and repo.is_ancestor(project.root, sha, tip):
         return tip  # already merged (a resumed conclusion)
@@ -285,7 +217,7 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
         try:
             git("merge", "-q", "--no-ff", "--no-edit", "-m", message, sha, cwd=where, env=env)
         except GitError as e:
-            subprocess.run(["git", "merge", "--abort"], cwd=str(where), capture_output=True)
+            git_proc("merge", "--abort", cwd=where)
             raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}:\n{e}",
                               f"commit or stash your changes in {where}, then run `autogk iterate` again "
                               "(the experiment is kept and will be merged then)") from None
@@ -294,8 +226,7 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
     if parents and parents[0] == tip:
         tree = git("rev-parse", f"{sha}^{{tree}}", cwd=project.root).strip()
     else:
-        out = subprocess.run(["git", "merge-tree", "--write-tree", tip, sha], cwd=str(project.root),
-                             capture_output=True, text=True)
+        out = git_proc("merge-tree", "--write-tree", tip, sha, cwd=project.root)
         if out.returncode != 0:
             raise AutogkError(f"the kept experiment {sha[:10]} conflicts with '{project.trunk}'",
                               f"resolve by hand: git checkout {project.trunk} && git merge --no-ff {sha}")
@@ -339,28 +270,3 @@ def close_branch(project: Project, exp_ref: refs.ExperimentRef, say: Say) -> Non
     git("update-ref", "-d", exp_ref.branch_ref, cwd=project.root)
 
 
-def write_plan(project: Project, sha: str, text: str) -> None:
-    if text.strip():
-        repo.write_note(project.root, refs.NOTES_PLANS, sha, text)
-
-
-def history(project: Project, target: str) -> list[dict[str, Any]]:
-    """Result notes of a target's experiments, oldest first (bulk read)."""
-    exps = scan(project, target)
-    shas = [e.sha for e in exps.values() if e.sha]
-    texts = repo.read_notes(project.root, refs.NOTES_RESULTS, shas)
-    out = []
-    for n in sorted(exps):
-        e = exps[n]
-        res = notes.parse_result(texts.get(e.sha, ""), e.sha) if e.sha else None
-        if res:
-            out.append(res)
-    return out
-
-
-def dump(obj: Any) -> str:
-    return json.dumps(obj, indent=1, sort_keys=True)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false")

@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from autogk_git import refs
+from autogk_git.record import refs
 from autogk_git.agents import get_agent, resolve_kind
 from autogk_git.agents.base import Context
 from autogk_git.agents.pricing import add_usage
@@ -39,14 +39,14 @@ class LoopReport:
 
 def bench_in_progress(project: Project, sha: str) -> int | None:
     """pid of a live background benchmark of sha (started by the hook), if any."""
-    from autogk_git.hook import running_bench_pid
+    from autogk_git.loop.background import running_bench_pid
     return running_bench_pid(project.state_dir, sha)
 
 
 def resume(project: Project, target: str, say: ex.Say) -> list[str]:
     """Finish or discard every experiment a stopped loop (or a hand commit) left open."""
     done = []
-    trunk = repo.rev(project.root, f"refs/heads/{project.trunk}")
+    trunk = repo.rev(project.root, refs.branch(project.trunk))
     for number, e in sorted(ex.scan(project, target).items()):
         if e.branch is None:
             continue
@@ -120,14 +120,14 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None) -> 
 
     A proposal that repeats a kernel already measured is discarded unbenchmarked: the result then has
     decision "repeat" and no commit."""
-    from autogk_git import inspect
+    from autogk_git.agents import workload_view as inspect
     base = ex.ensure_trunk(project, say)
     number = ex.next_number(project, target.name)
     wt, branch = ex.open_worktree(project, target.name, number, base)
     say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt})")
-    history = ex.history(project, target.name)
-    wt_target = Target(target.name, wt / target.rel, target.editable)
-    adir = inspect.artifact_dir(project, target.name)
+    history = ex.results(project, target.name)
+    wt_target = target.at(wt)
+    adir = project.artifact_dir(target.name)
     artifacts = {"workloads": adir / "workloads.md", "profile": adir / "profile.md"}
     ctx = Context(worktree=wt, target=wt_target, number=number, history=history, config=project.config,
                   plan=plan.text if plan else None, plan_id=plan.commit if plan else None,
@@ -192,7 +192,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             say: ex.Say, max_time_s: float = 0.0, budget_usd: float | None = None,
             parallel: int = 1) -> LoopReport:
     """Run experiments until -n, --max-time, --budget-usd, or the agent stops; resumable at any point."""
-    from autogk_git import inspect
+    from autogk_git.agents import workload_view as inspect
     from autogk_git.agents import research
 
     target = project.target(target_name)
@@ -229,7 +229,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             if budget and report.cost_usd >= budget:
                 report.stop_reason = f"budget of ${budget:.2f} spent (${report.cost_usd:.4f}) after {i} experiment(s)"
                 break
-            history = ex.history(project, target.name)
+            history = ex.results(project, target.name)
             plans = research.plans(project.root, target.name)
             trigger = trigger or research.due(history, cfg, since=plans[-1].after if plans else 0)
             trigger_fired = bool(trigger and research_failed_at != len(history))
@@ -237,7 +237,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
                 say(f"research trigger: {trigger}")
                 if research_now(project, target, trigger, say, report) is None:
                     research_failed_at = len(history)
-                history = ex.history(project, target.name)
+                history = ex.results(project, target.name)
             trigger = None
             plan = research.pending(project.root, target.name, history, cfg.research.follow,
                                     research.plans(project.root, target.name) if trigger_fired else plans)

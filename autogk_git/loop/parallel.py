@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autogk_git import config as config_mod
-from autogk_git import refs, tunables
+from autogk_git import tunables
+from autogk_git.record import refs
 from autogk_git.agents.base import Context
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.git import repo
-from autogk_git.git.run import git
+from autogk_git.git.run import git, identity_env
 from autogk_git.loop import experiment as ex
+from autogk_git.loop.background import LOOP_ENV
 from autogk_git.project import Project, Target
 
 GPU_ENV = "AUTOGK_BENCH_GPU"  # the [bench] gpu override a slot's config carries
@@ -159,10 +161,10 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
         if not any(ln.startswith("Autogk-Parent:") for ln in lines):
             lines.append(f"Autogk-Parent: {tip}")
         lines.append(f"Autogk-Rebased-From: {sha}")  # same trailer block: the last paragraph
-        env = {ex.LOOP_ENV: "1", **ex.identity_env(project.root)}
+        env = {LOOP_ENV: "1", **identity_env(project.root)}
         git("commit", "-q", "--no-verify", "-F", "-", cwd=wt, input="\n".join(lines) + "\n", env=env)
         new = repo.rev(wt, "HEAD")
-        git("update-ref", "-m", "autogk: replay onto the moved trunk", f"refs/heads/{branch}", new, sha,
+        git("update-ref", "-m", "autogk: replay onto the moved trunk", refs.branch(branch), new, sha,
             cwd=project.root)
         plan = repo.read_note(project.root, refs.NOTES_PLANS, sha)
         if plan:
@@ -183,7 +185,7 @@ def refresh_if_stale(project: Project, target: str, number: int, branch: str, sh
     for _ in range(3):  # the trunk only moves under a person's hand here; give up past three moves
         if result["verdict"]["decision"] != "keep":
             return sha, result
-        tip = repo.rev(project.root, f"refs/heads/{project.trunk}")
+        tip = repo.rev(project.root, refs.branch(project.trunk))
         parent = result.get("parent")
         if not tip or parent == tip:
             return sha, result
@@ -223,8 +225,8 @@ def open_experiment(project: Project, target: Target, agent, in_flight: list[dic
     wip = refs.ExperimentRef(target.name, number, "wip")
     say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt}, slot {slot.index}"
         f"{', GPU ' + slot.device if slot.device is not None else ''})")
-    ctx = Context(worktree=wt, target=Target(target.name, wt / target.rel, target.editable), number=number,
-                  history=ex.history(project, target.name), config=project.config, in_flight=list(in_flight))
+    ctx = Context(worktree=wt, target=target.at(wt), number=number,
+                  history=ex.results(project, target.name), config=project.config, in_flight=list(in_flight))
     proposal = ex.propose(project, agent, ctx, wip, say)
     if proposal is None:
         return None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
+from autogk_git.record import refs
 
 TAG_COMMIT = "autogk.commit"
 
@@ -90,16 +91,16 @@ def metrics_of(result: dict[str, Any]) -> dict[str, float]:
 
 def key_figures(result: dict[str, Any]) -> dict[str, float]:
     """The few figures the runs table shows as columns: workloads passed, and latency where timed."""
-    from autogk_git import history
+    from autogk_git.record import ledger
     cand = {}
     for res in (result.get("stages") or {}).values():
         cand.update((res.get("workloads") or {}).get("candidate") or {})
     out = {"workloads_checked": float(len(cand)),
            "workloads_passed": float(sum(1 for w in cand.values() if w.get("status") == "PASSED"))}
-    lat = history.geomean(list(history.latencies(result).values()))
+    lat = ledger.geomean(list(ledger.latencies(result).values()))
     if lat is not None:
         out["geomean_latency_us"] = lat
-    ratio = history.ratio_vs_parent(result)
+    ratio = ledger.ratio_vs_parent(result)
     if ratio is not None:
         out["ratio_vs_parent"] = ratio
     return out
@@ -146,13 +147,13 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         (d / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-        kernel = repo.show_file(project.root, result["commit"], f"kernels/{result['target']}/kernel.py")
+        kernel = repo.show_file(project.root, result["commit"], project.target_rel(result['target']) + "/kernel.py")
         if kernel is not None:
             (d / "kernel.py").write_text(kernel)
         if result.get("parent"):
             (d / "diff.patch").write_text(repo.diff(project.root, result["parent"], result["commit"],
-                                                    f"kernels/{result['target']}"))
-        plan = repo.read_note(project.root, "refs/notes/autogk/plans", result["commit"])
+                                                    project.target_rel(result['target'])))
+        plan = repo.read_note(project.root, refs.NOTES_PLANS, result["commit"])
         if plan:
             (d / "plan.md").write_text(plan)
         client.log_artifacts(run_id, str(d))

@@ -18,13 +18,6 @@ class Backend(Protocol):
         """Run a prepared job; returns runner.run_worker's result."""
 
 
-def timed_settings(config) -> dict[str, Any]:
-    """What every timed backend adds to a job, from the config, so their results compare."""
-    b = config.bench
-    return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
-            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
-
-
 def cuda_available() -> bool:
     """Whether a CUDA GPU is visible, without importing torch (keeps the CLI fast)."""
     import shutil
@@ -53,6 +46,6 @@ def get_backend(name: str, config) -> Backend:
         from autogk_git.bench.backends.local import LocalBackend
         return LocalBackend(config)
     if name == "modal":
-        from autogk_git.bench.backends.modal_backend import ModalBackend
+        from autogk_git.bench.backends.modal.backend import ModalBackend
         return ModalBackend(config)
     raise ConfigError(f"unknown backend '{name}'", "set [bench] backend to auto, interpret, local or modal")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from autogk_git.bench import runner
-from autogk_git.bench.backends import timed_settings
+from autogk_git.bench.job import timed_settings
 from autogk_git.errors import ConfigError
 
 LOCK_DIR_ENV = "AUTOGK_GPU_LOCK_DIR"

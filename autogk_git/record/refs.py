@@ -5,6 +5,7 @@
     refs/autogk/archive/<target>/<NNNN>        a reverted experiment's commit, kept with its notes
     refs/notes/autogk/results                  result notes (JSON after one human line)
     refs/notes/autogk/plans                    plan notes (markdown)
+    refs/notes/autogk/bisect                   measurements made by `autogk bisect`, reused by the next
 
 An experiment number is reserved by its branch; it is used once it has a kept or archive ref.
 """
@@ -15,13 +16,29 @@ from dataclasses import dataclass
 
 NOTES_RESULTS = "refs/notes/autogk/results"
 NOTES_PLANS = "refs/notes/autogk/plans"
-NOTES_GLOB = "refs/notes/autogk/*"
+NOTES_BISECT = "refs/notes/autogk/bisect"
+NOTES_PREFIX = "refs/notes/autogk/"
+NOTES_GLOB = NOTES_PREFIX + "*"
+# What travels with fetch and push (record/sharing.py explains each).
+NOTES_FETCH = "+refs/notes/autogk/*:refs/notes/remotes/{remote}/autogk/*"
+REFS_FETCH = "refs/autogk/*:refs/autogk/*"
+PUSH = ("HEAD", "refs/notes/autogk/*:refs/notes/autogk/*", "refs/autogk/*:refs/autogk/*")
 BRANCH_PREFIX = "refs/heads/autogk/"
 KEPT_PREFIX = "refs/autogk/kept/"
 ARCHIVE_PREFIX = "refs/autogk/archive/"
 
 _BRANCH_RE = re.compile(r"^refs/heads/autogk/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})-(?P<slug>[a-z0-9-]*)$")
 _DONE_RE = re.compile(r"^refs/autogk/(?P<kind>kept|archive)/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})$")
+
+
+def remote_notes_prefix(remote: str) -> str:
+    """Where a remote's notes are fetched to, beside the local ones."""
+    return f"refs/notes/remotes/{remote}/autogk/"
+
+
+def branch(name: str) -> str:
+    """The full ref of a local branch (the trunk, an experiment's branch)."""
+    return f"refs/heads/{name}"
 
 
 def slugify(text: str, limit: int = 40) -> str:

@@ -13,19 +13,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autogk_git import history
+from autogk_git.record import ledger
 
 STATUS_CODE = {"PASSED": 0, "INCORRECT_NUMERICAL": 1, "INCORRECT_SHAPE": 1, "RUNTIME_ERROR": 2,
                "COMPILE_ERROR": 2, "TIMEOUT": 2}
 
 
-def per_workload(results: dict[str, dict], items: list[history.Row]) -> tuple[list[str], dict[int, dict[str, Any]]]:
+def per_workload(results: dict[str, dict], items: list[ledger.Row]) -> tuple[list[str], dict[int, dict[str, Any]]]:
     """(workload uuids in first-seen order, {experiment number: {uuid: {status, latency_us}}})."""
     order: list[str] = []
     table: dict[int, dict[str, Any]] = {}
     for r in items:
         res = results.get(r.commit) or {}
-        lat = history.latencies(res)
+        lat = ledger.latencies(res)
         cells = {}
         for stage in (res.get("stages") or {}).values():
             for u, w in ((stage.get("workloads") or {}).get("candidate") or {}).items():
@@ -43,7 +43,7 @@ def short_names(uuids: list[str]) -> dict[str, str]:
     return {u: (u[-8:] if use_tail else u[:8]) for u in uuids}
 
 
-def best_so_far(items: list[history.Row]) -> list[tuple[int, float]]:
+def best_so_far(items: list[ledger.Row]) -> list[tuple[int, float]]:
     """(number, best kept geomean latency up to it) along the run."""
     out, cur = [], None
     for r in items:
@@ -54,7 +54,7 @@ def best_so_far(items: list[history.Row]) -> list[tuple[int, float]]:
     return out
 
 
-def draw(target: str, items: list[history.Row], results: dict[str, dict], png: Path) -> dict[str, Any]:
+def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Path) -> dict[str, Any]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -117,7 +117,7 @@ def draw(target: str, items: list[history.Row], results: dict[str, dict], png: P
     return summary
 
 
-def page(target: str, items: list[history.Row], png_name: str, summary: dict[str, Any], best_line: str) -> str:
+def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str, Any], best_line: str) -> str:
     def cell(x: Any) -> str:
         return f"<td>{html.escape(str(x))}</td>"
     rows_html = []
@@ -148,12 +148,12 @@ tr.revert{{background:#fbeaea}}</style></head><body>
 
 def build(project, target: str, out_dir: Path) -> dict[str, Any]:
     """Write <out_dir>/<target>.png and .html; returns their paths and the summary figures."""
-    items, results = history.rows(project.root, target, with_results=True)
+    items, results = ledger.rows(project.root, target, with_results=True)
     items = [r for r in items if r.target == target]
     out_dir.mkdir(parents=True, exist_ok=True)
     png, page_path = out_dir / f"{target}.png", out_dir / f"{target}.html"
     summary = draw(target, items, results, png)
-    best = [b for b in history.best(project.root, project.trunk, target) if b.target == target]
+    best = [b for b in ledger.best(project.root, project.trunk, target) if b.target == target]
     best_line = (f"Best: #{best[0].row.number:04d} {best[0].row.hypothesis} ({best[0].basis})."
                  if best and best[0].row else "Nothing kept yet.")
     page_path.write_text(page(target, items, png.name, summary, best_line))

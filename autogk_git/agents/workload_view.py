@@ -100,14 +100,10 @@ def render(stats: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def artifact_dir(project, target: str) -> Path:
-    return project.state_dir / "artifacts" / target
-
-
 def write_artifact(project, target) -> Path:
     """Write workloads.json and workloads.md under .git/autogk/artifacts/<target>/; returns the .md path."""
     stats = inspect_target(target)
-    d = artifact_dir(project, target.name)
+    d = project.artifact_dir(target.name)
     d.mkdir(parents=True, exist_ok=True)
     (d / "workloads.json").write_text(json.dumps(stats, indent=1))
     md = d / "workloads.md"

@@ -20,11 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from autogk_git.git import repo
-from autogk_git.git.run import git, git_ok
+from autogk_git.git.run import git, git_ok, identity_env
 
-NOTES_FETCH = "+refs/notes/autogk/*:refs/notes/remotes/{remote}/autogk/*"
-REFS_FETCH = "refs/autogk/*:refs/autogk/*"
-PUSH = ("HEAD", "refs/notes/autogk/*:refs/notes/autogk/*", "refs/autogk/*:refs/autogk/*")
+from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, remote_notes_prefix, NOTES_PREFIX
 
 
 def remotes(root: Path) -> list[str]:
@@ -78,11 +76,10 @@ def fetch(root: Path, remote: str) -> str:
 
 def merge_notes(root: Path, remote: str) -> list[str]:
     """Merge each fetched `refs/notes/remotes/<remote>/autogk/X` into `refs/notes/autogk/X`."""
-    from autogk_git.loop.experiment import identity_env
-    prefix = f"refs/notes/remotes/{remote}/autogk/"
+    prefix = remote_notes_prefix(remote)
     merged = []
     for name, sha in repo.for_each_ref(root, prefix):
-        local = "refs/notes/autogk/" + name[len(prefix):]
+        local = NOTES_PREFIX + name[len(prefix):]
         have = repo.rev(root, local)
         if have == sha or (have and git_ok("merge-base", "--is-ancestor", sha, have, cwd=root)):
             continue

@@ -2,7 +2,7 @@
 
 Checks that need no network come first and fail in milliseconds: a token must be configured (the
 environment or ~/.modal.toml) and Modal's API host must accept a TCP connection; only then is
-`modal` imported (in autogk_git.modal_app) and called, with a deadline on the first answer. Small
+`modal` imported (in autogk_git.bench.backends.modal.app) and called, with a deadline on the first answer. Small
 safetensors blobs travel inside the call; larger ones through the [modal] volume.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from autogk_git.bench.backends import timed_settings
+from autogk_git.bench.job import timed_settings
 from autogk_git.errors import BenchError
 
 try:  # Python 3.11+
@@ -123,7 +123,7 @@ class ModalBackend:
 
     def _upload(self, files: dict[str, Path]) -> str:
         """Put large blobs on the Volume under a content hash; returns their folder in the container."""
-        from autogk_git import modal_app
+        from autogk_git.bench.backends.modal import app as modal_app
         h = hashlib.sha256()
         for rel in sorted(files):
             h.update(rel.encode())
@@ -132,7 +132,7 @@ class ModalBackend:
 
     def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         preflight(self.config)
-        from autogk_git import modal_app
+        from autogk_git.bench.backends.modal import app as modal_app
         modal_app.connect(self.config)
         job = dict(job, settings={**job["settings"], **timed_settings(self.config)})
         blobs, blob_dir, job = self._pack_blobs(job)

@@ -3,10 +3,10 @@
 The search is git's own: `git bisect start --first-parent BAD GOOD` and `git bisect run` in a
 throwaway worktree, so the user's checkout, index and bisect state are never touched and the answer
 has exactly git's semantics (skip = 125, abort >= 128). The step that judges one commit is
-`python -m autogk_git.bisect step STATE`; it needs no checkout either, because kernels are read from
+`python -m autogk_git.review.bisection step STATE`; it needs no checkout either, because kernels are read from
 git objects.
 
-Results are reused by the tree of `kernels/<target>/`: any result note whose commit has the same
+Results are reused by the tree of the target's folder: any result note whose commit has the same
 target tree as the commit under test (a trunk merge and its kept experiment, a commit that touched
 only other files) answers without a benchmark. A commit that must be benchmarked gets a note in
 `refs/notes/autogk/bisect`, so the next bisect reuses it too.
@@ -20,19 +20,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git import history, notes, refs
+from autogk_git.record import ledger
+from autogk_git.record import notes
+from autogk_git.record import refs
 from autogk_git.errors import AutogkError
 from autogk_git.git import repo
-from autogk_git.git.run import git, git_env
+from autogk_git.git.run import git, git_proc
 
-NOTES_BISECT = "refs/notes/autogk/bisect"
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 Say = Callable[[str], None]
 
@@ -41,10 +41,9 @@ def trees(root: Path, commits: list[str], path: str) -> dict[str, str]:
     """{commit: tree sha of path at commit} for many commits in one process (absent ones left out)."""
     if not commits:
         return {}
-    proc = subprocess.run(["git", "cat-file", "--batch-check"], cwd=str(root), capture_output=True, text=True,
-                          input="".join(f"{c}:{path}\n" for c in commits), env=git_env(), check=True)
+    text = git("cat-file", "--batch-check", cwd=root, input="".join(f"{c}:{path}\n" for c in commits))
     out = {}
-    for c, line in zip(commits, proc.stdout.splitlines()):
+    for c, line in zip(commits, text.splitlines()):
         parts = line.split()
         if len(parts) >= 2 and parts[1] == "tree":
             out[c] = parts[0]
@@ -79,19 +78,18 @@ def _add(m: Measure, result: dict[str, Any], label: str, source: str) -> None:
             m.correct = ok
             if not ok:
                 m.why = (result.get("verdict") or {}).get("reason", "") or result.get("why", "incorrect")
-    for u, lat in history.latencies(result, label).items():
+    for u, lat in ledger.latencies(result, label).items():
         m.latencies.setdefault(u, []).append(lat)
     m.sources.append(source)
 
 
-def known(root: Path, target: str, extra_commits: list[str]) -> dict[str, Measure]:
+def known(root: Path, target: str, path: str, extra_commits: list[str]) -> dict[str, Measure]:
     """{target tree: Measure} from every result note and bisect note (a few git processes)."""
     results = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()}
     results = {c: r for c, r in results.items() if r and r.get("target") == target}
-    marks = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, NOTES_BISECT).items()}
+    marks = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_BISECT).items()}
     marks = {c: r for c, r in marks.items() if r and r.get("target") == target}
     parents = {c: r["parent"] for c, r in results.items() if r.get("parent")}
-    path = f"kernels/{target}"
     tmap = trees(root, sorted({*results, *marks, *parents.values(), *extra_commits}), path)
     table: dict[str, Measure] = {}
     for c, r in results.items():
@@ -99,7 +97,7 @@ def known(root: Path, target: str, extra_commits: list[str]) -> dict[str, Measur
             tag = f"result note on {c[:10]} (#{r.get('experiment', 0):04d})"
             _add(table.setdefault(tmap[c], Measure()), r, "candidate", tag)
         p = parents.get(c)
-        if p in tmap and history.latencies(r, "parent"):
+        if p in tmap and ledger.latencies(r, "parent"):
             _add(table.setdefault(tmap[p], Measure()), r, "parent", f"parent timing in the note on {c[:10]}")
     for c, r in marks.items():
         if c in tmap:
@@ -142,7 +140,7 @@ def measure(root: Path, target_name: str, commit: str, tree: str | None, state: 
               "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     line = (f"autogk bisect {target_name}: {commit[:10]} "
             f"{'correct' if record['correct'] else 'INCORRECT'} on the {bench['backend']} backend")
-    repo.write_note(root, NOTES_BISECT, commit, line + "\n\n" + json.dumps(record, indent=1, sort_keys=True) + "\n")
+    repo.write_note(root, refs.NOTES_BISECT, commit, line + "\n\n" + json.dumps(record, indent=1, sort_keys=True) + "\n")
     fresh = Measure(fresh=True)
     _add(fresh, record, "candidate", f"benchmarked {commit[:10]} on {bench['backend']}")
     return fresh
@@ -160,15 +158,15 @@ def pick_latency(m: Measure, base: dict[str, float], workload: str | None) -> tu
     common = [u for u in lat if u in base and base[u] > 0]
     if not common:
         return None, "no workload timed both here and at GOOD"
-    r = history.geomean([lat[u] / base[u] for u in common])
+    r = ledger.geomean([lat[u] / base[u] for u in common])
     return r, f"geomean over {len(common)} workload(s)"
 
 
 def judge(root: Path, commit: str, state: dict[str, Any], say: Say) -> dict[str, Any]:
     target = state["target"]
-    tree = trees(root, [commit], f"kernels/{target}").get(commit)
+    tree = trees(root, [commit], state["path"]).get(commit)
     if tree is None:
-        return {"commit": commit, "verdict": "skip", "code": SKIP, "why": f"no kernels/{target} in this commit"}
+        return {"commit": commit, "verdict": "skip", "code": SKIP, "why": f"no {state['path']} in this commit"}
     m = measure(root, target, commit, tree, state, say)
     out = {"commit": commit, "tree": tree, "measure": m.as_dict(), "benchmarked": m.fresh,
            "source": "; ".join(m.sources[:2]) or "unknown"}
@@ -243,8 +241,9 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
     from autogk_git.bench.backends import get_backend
     backend_name = backend or project.config.bench.backend
     timing_backend = get_backend(backend_name, project.config).timing
-    table = known(root, target, [g, b, *line])
-    g_tree = trees(root, [g], f"kernels/{target}").get(g)
+    path = project.target_rel(target)
+    table = known(root, target, path, [g, b, *line])
+    g_tree = trees(root, [g], path).get(g)
     base_m = table.get(g_tree, Measure()) if g_tree else Measure()
     threshold = (threshold_pct if threshold_pct is not None else 5.0) / 100.0
     mode = "timing" if (base_m.latency() or timing_backend) else "correctness"
@@ -252,7 +251,7 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
         say(f"note: no latency at GOOD in the notes and the {get_backend(backend_name, project.config).name} "
             "backend does not time: bisecting correctness only")
     with tempfile.TemporaryDirectory(prefix="autogk-bisect-") as tmp:
-        state = {"root": str(root), "target": target, "workload": workload, "threshold": threshold,
+        state = {"root": str(root), "target": target, "path": path, "workload": workload, "threshold": threshold,
                  "mode": mode, "backend": backend_name, "journal": str(Path(tmp) / "journal.jsonl"),
                  "table": {k: v.as_dict() for k, v in table.items()}, "baseline": {}}
         state_path = Path(tmp) / "state.json"
@@ -282,16 +281,15 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
         git("worktree", "add", "--quiet", "--detach", str(wt), b, cwd=root)
         try:
             git("bisect", "start", "--first-parent", b, g, cwd=wt)
-            proc = subprocess.run(["git", "bisect", "run", sys.executable, "-m", "autogk_git.bisect", "step",
-                                   str(state_path)], cwd=str(wt), capture_output=True, text=True, env=git_env())
+            proc = git_proc("bisect", "run", sys.executable, "-m", "autogk_git.review.bisection", "step",
+                            str(state_path), cwd=wt)
             out = proc.stdout + proc.stderr
             for ln in out.splitlines():
                 if ln.startswith("autogk bisect:"):
                     say(ln[len("autogk bisect: "):])
-            subprocess.run(["git", "bisect", "reset", "--quiet"], cwd=str(wt), capture_output=True, env=git_env())
+            git_proc("bisect", "reset", "--quiet", cwd=wt)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=str(root), capture_output=True,
-                           env=git_env())
+            git_proc("worktree", "remove", "--force", str(wt), cwd=root)
             git("worktree", "prune", cwd=root)
         steps = [g_res] + _journal(state)
     first = None

@@ -23,7 +23,7 @@ from typing import Any
 
 from autogk_git.errors import BenchError
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[3]  # autogk_git/
 REMOTE_BLOBS = "/autogk/blobs"      # where blobs land inside the container
 VOLUME_MOUNT = "/autogk/volume"     # where the blob Volume is mounted
 MARGIN_S = 30                       # the worker's limit stays this far inside Modal's

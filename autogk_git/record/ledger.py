@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from autogk_git import notes, refs
+from autogk_git.record import notes
+from autogk_git.record import refs
 from autogk_git.git import repo
 from autogk_git.git.run import git
 
@@ -266,9 +267,9 @@ def select(items: list[Row], verdict: str | None = None, since: dt.datetime | No
 
 def trunk_merges(root: Path, trunk: str) -> dict[str, str]:
     """{merged commit: merge commit on the trunk's first-parent line}, in one git process."""
-    if not repo.rev(root, f"refs/heads/{trunk}"):
+    if not repo.rev(root, refs.branch(trunk)):
         return {}
-    out = git("log", "--first-parent", "--merges", "--format=%H %P", f"refs/heads/{trunk}", cwd=root)
+    out = git("log", "--first-parent", "--merges", "--format=%H %P", refs.branch(trunk), cwd=root)
     merged = {}
     for line in out.splitlines():
         parts = line.split()

@@ -1,0 +1,1 @@
+"""Bundled kernel targets (package data): `autogk init --example NAME` copies one."""

@@ -1,0 +1,1 @@
+"""Record: experiment state kept in git (ref layout, result notes, scans, plans)."""

@@ -1,0 +1,93 @@
+"""Experiments as git keeps them: their refs, their numbers, the trunk, and their result and plan notes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from autogk_git.errors import AutogkError
+from autogk_git.git import repo
+from autogk_git.git.run import git
+from autogk_git.project import Project
+from autogk_git.record import notes, refs
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Experiment:
+    target: str
+    number: int
+    branch: str | None          # short branch name while open
+    sha: str | None             # the branch tip (or kept/archive ref target)
+    state: str                  # open | kept | archived
+
+
+def scan(project: Project, target: str) -> dict[int, Experiment]:
+    """Every experiment of a target, from its refs (one git process)."""
+    found: dict[int, Experiment] = {}
+    pats = [f"{refs.BRANCH_PREFIX}{target}/", f"{refs.KEPT_PREFIX}{target}/", f"{refs.ARCHIVE_PREFIX}{target}/"]
+    for name, sha in repo.for_each_ref(project.root, *pats):
+        parsed = refs.ExperimentRef.parse(name)
+        if not parsed:
+            continue
+        kind, ref = parsed
+        exp = found.setdefault(ref.number, Experiment(target, ref.number, None, None, "open"))
+        if kind == "branch":
+            exp.branch = ref.branch
+            exp.sha = exp.sha or sha
+        else:
+            exp.state = "kept" if kind == "kept" else "archived"
+            exp.sha = sha
+    return found
+
+
+def next_number(project: Project, target: str) -> int:
+    nums = list(scan(project, target))
+    wt_dir = project.state_dir / "worktrees"
+    if wt_dir.is_dir():  # a worktree reserves its number even before its branch exists
+        for p in wt_dir.iterdir():
+            if p.name.startswith(target + "-") and p.name.rsplit("-", 1)[-1].isdigit():
+                nums.append(int(p.name.rsplit("-", 1)[-1]))
+    return max(nums, default=0) + 1
+
+
+def ensure_trunk(project: Project, say: Say) -> str:
+    """The trunk's tip; creates the trunk from HEAD when it does not exist yet."""
+    sha = repo.rev(project.root, refs.branch(project.trunk))
+    if sha:
+        return sha
+    head = repo.rev(project.root, "HEAD")
+    if not head:
+        raise AutogkError("the repository has no commits", "commit the project first: git add -A && git commit")
+    git("branch", project.trunk, head, cwd=project.root)
+    say(f"created trunk branch '{project.trunk}' at {head[:10]}")
+    return head
+
+
+def load_result(project: Project, sha: str) -> dict[str, Any] | None:
+    text = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
+    return notes.parse_result(text, sha) if text else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Conclusion
+# ------------------------------------------------------------------------------------------------
+
+
+def write_plan(project: Project, sha: str, text: str) -> None:
+    if text.strip():
+        repo.write_note(project.root, refs.NOTES_PLANS, sha, text)
+
+
+def results(project: Project, target: str) -> list[dict[str, Any]]:
+    """Result notes of a target's experiments, oldest first (bulk read)."""
+    exps = scan(project, target)
+    shas = [e.sha for e in exps.values() if e.sha]
+    texts = repo.read_notes(project.root, refs.NOTES_RESULTS, shas)
+    out = []
+    for n in sorted(exps):
+        e = exps[n]
+        res = notes.parse_result(texts.get(e.sha, ""), e.sha) if e.sha else None
+        if res:
+            out.append(res)
+    return out

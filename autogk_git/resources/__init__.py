@@ -1,0 +1,1 @@
+"""Package data: the git hook template."""

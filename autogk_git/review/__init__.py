@@ -1,0 +1,1 @@
+"""Review: reading the record back (bisect, report, pick and pack)."""

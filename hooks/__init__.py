@@ -1,1 +1,0 @@
-"""Hook shim templates, shipped inside the package as autogk_git.shims."""

@@ -1,0 +1,187 @@
+"""The package's layering, checked from its source (the way import-linter would, without the dependency).
+
+Each module belongs to one layer; a module may import its own layer and the layers below it, never one
+above; the import graph has no circle; only `git/` starts git processes; ref and note names are spelled
+only in `record/refs.py`; a target's folder is built only in `project.py`; the worker's files import
+nothing of the package.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "autogk_git"
+
+# Top to bottom. A module's layer is that of the longest prefix listed here.
+LAYERS = [
+    ("entry", ["autogk_git.cli", "autogk_git.hook", "autogk_git.__main__"]),
+    ("commands", ["autogk_git.commands"]),
+    ("review", ["autogk_git.review"]),
+    ("loop", ["autogk_git.loop"]),
+    ("agents", ["autogk_git.agents"]),
+    ("bench", ["autogk_git.bench"]),
+    ("tracking", ["autogk_git.tracking"]),
+    ("record", ["autogk_git.record"]),
+    ("project", ["autogk_git.project"]),
+    ("git", ["autogk_git.git"]),
+    ("ground", ["autogk_git.config", "autogk_git.errors", "autogk_git.tunables", "autogk_git.fib",
+                "autogk_git.examples", "autogk_git.resources", "autogk_git"]),
+]
+# Run on the benchmark machine beside the worker: the standard library, torch, triton, safetensors only.
+WORKER_FILES = ["bench/worker.py", "bench/stats.py", "bench/timing.py"]
+WORKER_ALLOWED = {"torch", "triton", "safetensors", "numpy"}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if "examples" in parts[1:2] and len(parts) > 2:
+            continue  # kernels and generators of bundled targets: not the package's code
+        out[".".join(parts)] = p
+    return out
+
+
+def layer_of(module: str) -> int:
+    best, best_len = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for pre in prefixes:
+            if (module == pre or module.startswith(pre + ".")) and len(pre) > best_len:
+                best, best_len = i, len(pre)
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best
+
+
+def imports(path: Path, module: str, known: set[str]) -> set[str]:
+    """Package modules imported anywhere in the file (lazy imports inside functions too)."""
+    tree = ast.parse(path.read_text())
+    found = set()
+    pkg = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            # `from pkg import submodule` needs the submodule, not pkg's own code.
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for n in names:
+            while n and n not in known:
+                n = n.rsplit(".", 1)[0] if "." in n else ""
+            if n and n != module and n != "autogk_git":
+                found.add(n)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {m: imports(p, m, set(mods)) for m, p in mods.items()}
+
+
+def test_no_import_runs_up_a_layer():
+    bad = []
+    for m, deps in graph().items():
+        for d in deps:
+            if layer_of(d) < layer_of(m):
+                bad.append(f"{m} ({LAYERS[layer_of(m)][0]}) imports {d} ({LAYERS[layer_of(d)][0]})")
+    assert not bad, "imports that run up a layer:\n" + "\n".join(sorted(bad))
+
+
+def test_import_graph_has_no_circle():
+    g = graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(g.get(m, ())):
+            if state.get(d) == 1:
+                circles.append(" -> ".join(stack[stack.index(d):] + [d]))
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(g):
+        if m not in state:
+            visit(m)
+    assert not circles, "circles in the import graph:\n" + "\n".join(circles)
+
+
+def _starts_git(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    if name not in {"run", "Popen", "call", "check_call", "check_output", "execvp", "spawnlp"}:
+        return False
+    first = node.args[0] if node.args else None
+    return (isinstance(first, (ast.List, ast.Tuple)) and first.elts and isinstance(first.elts[0], ast.Constant)
+            and first.elts[0].value == "git")
+
+
+def test_only_the_git_package_starts_git():
+    bad = []
+    for m, p in modules().items():
+        if m.startswith("autogk_git.git."):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if _starts_git(node):
+                bad.append(f"{p.relative_to(PKG.parent)}:{node.lineno}")
+    assert not bad, "git started outside autogk_git/git/ (use git.run.git or git_proc):\n" + "\n".join(bad)
+
+
+def test_the_architecture_check_sees_a_raw_git_call():
+    tree = ast.parse('import subprocess\nsubprocess.run(["git", "status"], cwd=".")\n')
+    assert any(_starts_git(n) for n in ast.walk(tree))
+
+
+def test_ref_names_live_in_record_refs():
+    pattern = re.compile(r"""["'](refs/(notes|autogk|heads)/|refs/notes/)""")
+    bad = []
+    for m, p in modules().items():
+        if m == "autogk_git.record.refs":
+            continue
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if pattern.search(code) and not code.strip().startswith(('"""', "`")):
+                bad.append(f"{p.relative_to(PKG.parent)}:{i}: {line.strip()}")
+    assert not bad, "ref names spelled outside record/refs.py:\n" + "\n".join(bad)
+
+
+def test_target_folders_are_built_only_in_project():
+    pattern = re.compile(r"""f["']kernels/\{""")
+    bad = [f"{p.relative_to(PKG.parent)}:{i}" for m, p in modules().items() if m != "autogk_git.project"
+           for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not bad, "a target's folder built outside project.py (ask the Target or Project):\n" + "\n".join(bad)
+
+
+def test_worker_files_import_only_what_the_gpu_machine_has():
+    import sys
+    std = set(sys.stdlib_module_names)
+    bad = []
+    for rel in WORKER_FILES:
+        p = PKG / rel
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Import):
+                tops = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                tops = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            for t in tops:
+                if t not in std and t not in WORKER_ALLOWED and not t.startswith("autogk_"):
+                    bad.append(f"{rel}:{node.lineno}: {t}")
+                if t == "autogk_git":
+                    bad.append(f"{rel}:{node.lineno}: imports the package")
+    assert not bad, "the worker's files must run with torch and triton alone:\n" + "\n".join(bad)
