@@ -1,7 +1,7 @@
 """The bench worker: runs ON the benchmark machine, in its own process, one job at a time.
 
 It imports only the standard library, torch and triton (safetensors when a workload needs a blob),
-so the same file runs on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
+and its helper modules shipped beside it (autogk_rules, autogk_stats, autogk_timing), so the same file runs on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
 Modal container. It is never edited by an agent.
 
     python worker.py JOB.json OUT_DIR [--only LABEL:UUID,...]
@@ -26,11 +26,16 @@ from pathlib import Path
 
 import torch
 
-try:  # shipped beside this file as autogk_rules.py; the package's own copy when imported in-process
-    import autogk_rules as rules
-except ImportError:
-    from autogk_git.bench import rules
 
+def _sibling(name: str, package_name: str):
+    """A helper module shipped beside this file (autogk_<name>.py), else the package's own."""
+    try:
+        return importlib.import_module(f"autogk_{name}")
+    except ImportError:
+        return importlib.import_module(f"{package_name}.{name}")
+
+
+rules = _sibling("rules", "autogk_git.bench")  # how outputs are judged: exact, tolerance, top-k set
 TOLERANCES = rules.TOLERANCES
 
 DTYPES = {
@@ -397,14 +402,6 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
 # ---------------------------------------------------------------------------------------------
 # Timing: stride (candidate vs reference) and ab (candidate vs parent, paired rounds, sequential)
 # ---------------------------------------------------------------------------------------------
-
-def _sibling(name: str, package_name: str):
-    """A helper module shipped beside this file (autogk_<name>.py), else the package's own."""
-    try:
-        return importlib.import_module(f"autogk_{name}")
-    except ImportError:
-        return importlib.import_module(f"{package_name}.{name}")
-
 
 class HostTimer:
     """The host clock around each call: for tests on CPU only. Recorded as method 'host'; the local
