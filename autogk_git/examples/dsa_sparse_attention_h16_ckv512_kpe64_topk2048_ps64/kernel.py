@@ -8,8 +8,8 @@ rows of the latent cache (512) and the rope cache (64) at a time, and keeps an o
 base 2 (exp2, logits pre-multiplied by sm_scale * log2(e)). All 16 heads share each gathered row, so
 the cache is read once per token. With few tokens (decode) one program per token leaves most SMs
 idle, so the 2048 entries are split over SPLITS programs and a second kernel merges the partial
-results by their lse (one program per token, head and MERGE_BLOCK_D latent dims); SPLITS is chosen
-so that about TARGET_PROGRAMS programs run.
+results by their lse (one program per token and MERGE_BLOCK_D latent dims); SPLITS is chosen so
+that about TARGET_PROGRAMS programs run.
 """
 import os
 
@@ -80,23 +80,27 @@ def _sparse_attend(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, 
 @triton.jit
 def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, lse_ptr, H: tl.constexpr, DC: tl.constexpr,
                   SPLITS: tl.constexpr, BLOCK_D: tl.constexpr):
-    # One program per (token, head, BLOCK_D latent dims): all splits in one [SPLITS, BLOCK_D] load,
-    # no loop over splits (a serial chain of dependent loads is what decode latency is made of).
     tok = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1)
+    d0 = tl.program_id(1) * BLOCK_D
+    offs_h = tl.arange(0, H)
+    offs_d = d0 + tl.arange(0, BLOCK_D)
     offs_s = tl.arange(0, SPLITS)
-    offs_d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
-    lses = tl.load(part_lse_ptr + (tok * SPLITS + offs_s) * H + h)  # [SPLITS]
+    lses = tl.load(part_lse_ptr + (tok * SPLITS + offs_s[:, None]) * H + offs_h[None, :])  # [SPLITS, H]
     m = tl.max(lses, axis=0)
     m_safe = tl.where(m == float("-inf"), 0.0, m)
-    w = tl.exp2(lses - m_safe)  # 0 for a split that saw no valid entry
-    total = tl.sum(w, axis=0)
+    total = tl.sum(tl.exp2(lses - m_safe[None, :]), axis=0)
     has = total > 0.0
-    o = tl.load(part_o_ptr + ((tok * SPLITS + offs_s[:, None]) * H + h) * DC + offs_d[None, :])
-    out = tl.sum(w[:, None] * o, axis=0) / tl.where(has, total, 1.0)
-    tl.store(out_ptr + (tok * H + h) * DC + offs_d, out.to(out_ptr.dtype.element_ty))
-    if tl.program_id(2) == 0:
-        tl.store(lse_ptr + tok * H + h, tl.where(has, m_safe + tl.log2(tl.where(has, total, 1.0)), float("-inf")))
+    lse = tl.where(has, m_safe + tl.log2(tl.where(has, total, 1.0)), float("-inf"))
+    lse_safe = tl.where(has, lse, 0.0)
+    acc = tl.zeros([H, BLOCK_D], dtype=tl.float32)
+    for s in range(SPLITS):
+        ls = tl.load(part_lse_ptr + (tok * SPLITS + s) * H + offs_h)
+        w = tl.where(has, tl.exp2(ls - lse_safe), 0.0)
+        o = tl.load(part_o_ptr + (tok * SPLITS + s) * H * DC + offs_h[:, None] * DC + offs_d[None, :])
+        acc += w[:, None] * o
+    tl.store(out_ptr + tok * H * DC + offs_h[:, None] * DC + offs_d[None, :], acc.to(out_ptr.dtype.element_ty))
+    if d0 == 0:
+        tl.store(lse_ptr + tok * H + offs_h, lse)
 
 
 def _splits(num_tokens: int, topk: int) -> int:
@@ -124,6 +128,6 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
         float(sm_scale) * LOG2E, TOPK=topk, H=heads, DC=dc, DP=dp, BLOCK_N=BLOCK_N, SPLITS=splits,
         DOT_DTYPE=_DOT_DTYPE, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
     if splits > 1:
-        _merge_splits[(num_tokens, heads, dc // MERGE_BLOCK_D)](part_o, part_lse, output, lse, H=heads, DC=dc,
-                                                                 SPLITS=splits, BLOCK_D=MERGE_BLOCK_D,
-                                                                 num_warps=COMBINE_WARPS)
+        _merge_splits[(num_tokens, dc // MERGE_BLOCK_D)](part_o, part_lse, output, lse, H=heads, DC=dc,
+                                                          SPLITS=splits, BLOCK_D=MERGE_BLOCK_D,
+                                                          num_warps=COMBINE_WARPS)
