@@ -137,6 +137,21 @@ def test_indexer_generator_makes_valid_tables_over_1000_workloads():
             rules.topk_set("topk_indices", want, want, lambda rows: gen.row_scores(x, axes, rows))
 
 
+def test_generators_give_valid_data_for_axes_serving_never_produces():
+    sa, ix = load(SA, "inputs.py"), load(IX, "inputs.py")
+    for t, p in ((100, 1), (3, 0), (300, 2)):
+        idx = sa.sparse_indices(t, p, torch.Generator().manual_seed(0), "cpu").to(torch.int64)
+        ctx = sa.layout(t, p)[2]
+        assert (idx != -1).sum(dim=1).tolist() == [min(2048, c) for c in ctx] and int(idx.max()) < 64 * max(p, 1)
+    d, ref = definition(IX), reference(IX)
+    for b, m, p in ((2, 10, 4), (300, 1, 1), (1, 3, 0), (2, 0, 3)):
+        axes = axes_of(IX, {"batch_size": b, "max_num_pages": m, "num_pages": p})
+        x = ix.generate(axes, d, 0, "cpu")
+        assert bool((x["seq_lens"] <= 64 * min(m, p)).all()) and bool((x["block_table"] < max(p, 1)).all())
+        (want,) = ref(*[x[k] for k in d["inputs"]])
+        rules.topk_set("topk_indices", want, want, lambda rows: ix.row_scores(x, axes, rows))
+
+
 def test_indexer_cache_packing_is_the_definitions_byte_layout():
     gen = load(IX, "inputs.py")
     ns: dict = {}

@@ -175,7 +175,7 @@ def _row_scores(s: torch.Tensor, ids: torch.Tensor, expected: torch.Tensor, rows
     who = f"{who}: " if who else ""
     valid = ids != -1
     off = valid & ((ids < 0) | (ids >= n_ids))
-    got = s.gather(1, ids.clamp(0, max(n_ids - 1, 0)))
+    got = s.gather(1, ids.clamp(0, n_ids - 1)) if n_ids else torch.full(ids.shape, -math.inf, device=s.device)
     unreachable = off | (valid & ~torch.isfinite(got))
     if unreachable.any():
         row, col = (int(v) for v in unreachable.nonzero()[0])

@@ -10,8 +10,9 @@ scatter depend on the seed too.
 Layout rule (batch_size B, max_num_pages M, pool of num_pages P pages):
 - decode, when B <= 256 and B <= P: B sequences, one row each, of uneven fixed lengths, the
   longest filling M pages, all drawn from the pool without repeats;
-- prefill otherwise: one sequence of M pages (64 M tokens, at least B), the B rows are its last
-  B tokens, row b seeing the first 64 M - B + b + 1 tokens.
+- prefill otherwise: one sequence of M pages (64 M tokens), the B rows are its last B tokens, row b
+  seeing the first 64 M - B + b + 1 tokens (at least one).
+Axes serving cannot produce (M > P, more rows than tokens) still get valid data.
 Block table entries past a row's pages are 0 (a real page: using them is caught as unreachable).
 
 `topk_indices` is judged as a top-k set by score (see autogk_git/bench/rules.py, topk_set):
@@ -37,17 +38,15 @@ def layout(batch: int, max_pages: int, num_pages: int) -> tuple[list[int], list[
     b, m, p = int(batch), int(max_pages), int(num_pages)
     if b <= 0:
         return [], [], []
-    if m > p:
-        raise ValueError(f"max_num_pages {m} exceeds the pool's num_pages {p}")
+    m = min(m, p)  # a sequence cannot hold more pages than the pool has (such axes still get valid data)
     if b <= DECODE_MAX_ROWS and b <= p:
         rng = random.Random(f"dsa-indexer-decode:{b}:{m}:{p}")
-        pages = [m] + [max(1, round(m * rng.uniform(0.05, 1.0))) for _ in range(b - 1)]
+        pages = [m] + [min(m, max(1, round(m * rng.uniform(0.05, 1.0)))) for _ in range(b - 1)]
         while sum(pages) > p:  # the pool is too small for these lengths: shorten the longest
             pages[pages.index(max(pages))] -= 1
-        return pages, list(range(b)), [n * PAGE - rng.randrange(PAGE) for n in pages]
-    if PAGE * m < b:
-        raise ValueError(f"prefill of {b} rows needs {b} tokens, but max_num_pages {m} holds {PAGE * m}")
-    return [m], [0] * b, [PAGE * m - b + i + 1 for i in range(b)]
+        return pages, list(range(b)), [max(0, n * PAGE - rng.randrange(PAGE)) for n in pages]
+    # More rows than tokens cannot happen in serving; the first rows then see one token (none if p is 0).
+    return [m], [0] * b, [min(PAGE * m, max(1, PAGE * m - b + i + 1)) for i in range(b)]
 
 
 def pack_k_cache(k_fp8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
