@@ -72,8 +72,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
                          "mean speedup over the reference), total (sum of latencies)", ("geomean", "contest", "total")),
         "guard": Key(float, 0.02, "revert when any one workload is slower than its parent by more than this "
                      "fraction, with confidence", check=_frac, rule="in [0, 1)"),
-        "untimed": Key(str, "hold", "a correct candidate on an untimed backend (CPU): hold it under "
-                       "refs/autogk/untimed/ for timing later, or merge it on correctness alone", ("hold", "merge")),
+        "untimed": Key(str, "hold", "a correct candidate on an untimed backend (CPU): hold it (an untimed "
+                       "ref, not merged) for a timed backend, or merge it on correctness alone", ("hold", "merge")),
         "timer": Key(str, "cupti", "device timer (see bench/timing.py; cupti is the least noisy on us-scale kernels)",
                      ("cupti", "cudagraph", "events")),
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),

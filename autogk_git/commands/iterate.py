@@ -48,7 +48,7 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
     held = sum(e["decision"] == "untimed" for e in report.experiments)
     reverted = len(report.experiments) - kept - repeats - held
     extra = f", {repeats} discarded as repeats" if repeats else ""
-    extra += f", {held} held untimed (correct, not timed; refs/autogk/untimed/)" if held else ""
+    extra += f", {held} held untimed (correct but not timed, not merged: see `autogk log`)" if held else ""
     cost = (f"; LLM: {report.usage.get('tokens', 0)} tokens, ${report.cost_usd:.4f}"
             if report.usage.get("requests") else "")
     plans = f"; {len(report.research)} research plan(s)" if report.research else ""
