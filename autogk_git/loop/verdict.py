@@ -48,12 +48,13 @@ def first_failure(bench: dict[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
-def _failure_verdict(fail: tuple[str, str, str]) -> tuple[str, str]:
+def _failure_verdict(fail: tuple[str, str, str], axes: dict[str, dict] | None) -> tuple[str, str]:
     """(outcome, reason) of a failed check."""
     stage, uuid, why = fail
+    name = workload_name(uuid, axes)
     if why.startswith("harness error: "):
-        return "harness_error", f"{why[:300]} (in {stage} on workload {uuid[:8]}): nothing checked it, so not kept"
-    return "incorrect", f"incorrect in {stage} on workload {uuid[:8]}: {why[:300]}"
+        return "harness_error", f"{why[:300]} (in {stage} on workload {name}): nothing checked it, so not kept"
+    return "incorrect", f"incorrect in {stage} on workload {name}: {why[:300]}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,7 +123,7 @@ class CorrectnessOnly:
         if bench.get("error"):
             return {**base, "decision": REVERT, "outcome": "error", "reason": bench["error"], "figures": line}
         if fail:
-            outcome, reason = _failure_verdict(fail)
+            outcome, reason = _failure_verdict(fail, bench.get("workload_axes"))
             return {**base, "decision": REVERT, "outcome": outcome, "reason": reason, "figures": line}
         n, backend = cov["checked"], bench.get("backend", "?")
         figures = f"correct {n}/{n}, untimed; {line}"
@@ -255,7 +256,7 @@ class PairedRatioRule:
         if bench.get("error"):
             return {**base, "decision": REVERT, "outcome": "error", "reason": bench["error"], "figures": line}
         if fail:
-            outcome, reason = _failure_verdict(fail)
+            outcome, reason = _failure_verdict(fail, axes)
             return {**base, "decision": REVERT, "outcome": outcome, "reason": reason,
                     "figures": f"{line}; {gpu_s:.1f} GPU-s"}
         ab_stage = (bench.get("stages") or {}).get("ab") or {}
