@@ -126,7 +126,7 @@ class CorrectnessOnly:
             outcome, reason = _failure_verdict(fail, bench.get("workload_axes"))
             return {**base, "decision": REVERT, "outcome": outcome, "reason": reason, "figures": line}
         n, backend = cov["checked"], bench.get("backend", "?")
-        figures = f"correct {n}/{n}, untimed; {line}"
+        figures = f"correct {n}/{n} ({n} of {cov['total']} workloads checked), untimed"
         if getattr(config.bench, "untimed", "hold") == "merge":
             return {**base, "decision": KEEP, "outcome": "untimed",
                     "reason": f"correct; {line}; no timing on the {backend} backend, merged on correctness alone "
