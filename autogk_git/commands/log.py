@@ -11,8 +11,8 @@ from autogk_git.project import find_root
 
 @click.command("log", help="One line per experiment: number, verdict, hypothesis, figures.")
 @click.option("--target", "-t", help="only this target")
-@click.option("--verdict", type=click.Choice(["keep", "revert", "pending"]), help="only this verdict")
-@click.option("--state", type=click.Choice(["kept", "archived", "open"]), help="only experiments in this state")
+@click.option("--verdict", type=click.Choice(["keep", "revert", "untimed", "pending"]), help="only this verdict")
+@click.option("--state", type=click.Choice(["kept", "archived", "held", "open"]), help="only experiments in this state")
 @click.option("--since", help="only experiments since a date (2026-11-30), an ISO time, or a span (12h, 3d, 2w)")
 @click.option("--limit", "-n", type=int, default=0, help="only the last N (after filtering)")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON array")

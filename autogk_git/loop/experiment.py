@@ -241,6 +241,8 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
 def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say) -> str:
     """Apply the verdict in the result note; safe to repeat."""
     decision = result["verdict"]["decision"]
+    if decision != "untimed" and repo.rev(project.root, exp_ref.untimed_ref):
+        repo.delete_ref(project.root, exp_ref.untimed_ref)  # a held experiment judged since on a timed backend
     if decision == "keep":
         repo.update_ref(project.root, exp_ref.kept_ref, sha, "autogk: keep")
         merge = merge_into_trunk(project, sha, merge_message(result))
