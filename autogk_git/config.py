@@ -67,6 +67,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "confidence": Key(float, 0.95, "confidence level of the interval", check=lambda x: 0.5 <= x < 1,
                           rule="in [0.5, 1)"),
         "inconclusive": Key(str, "revert", "verdict when the interval is not decisive", ("revert", "keep")),
+        "objective": Key(str, "geomean", "what faster means, judged on every workload the backend can run: geomean "
+                         "(geometric mean of candidate/parent device-time ratios), contest (FlashInfer-Bench score: "
+                         "mean speedup over the reference), total (sum of latencies)", ("geomean", "contest", "total")),
+        "guard": Key(float, 0.02, "revert when any one workload is slower than its parent by more than this "
+                     "fraction, with confidence", check=_frac, rule="in [0, 1)"),
+        "untimed": Key(str, "hold", "a correct candidate on an untimed backend (CPU): hold it (an untimed "
+                       "ref, not merged) for a timed backend, or merge it on correctness alone", ("hold", "merge")),
         "timer": Key(str, "cupti", "device timer (see bench/timing.py; cupti is the least noisy on us-scale kernels)",
                      ("cupti", "cudagraph", "events")),
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),

@@ -57,7 +57,9 @@ def note_for(i: int, sha_mark: str, parent_mark: str, keep: bool, uuids: list[st
                           "rounds": rounds}},
         "verdict": {"decision": "keep" if keep else "revert", "rule": "paired-ratio",
                     "geomean_ratio": round(ratio, 5), "ci_low": round(ratio - 0.01, 5), "ci_high": round(ratio + 0.01, 5),
-                    "reason": "synthetic", "figures": f"ratio {ratio:.3f} [{ratio - 0.01:.3f}, {ratio + 0.01:.3f}]"},
+                    "reason": "synthetic", "figures": f"ratio {ratio:.3f} [{ratio - 0.01:.3f}, {ratio + 0.01:.3f}]",
+                    "coverage": {"total": len(uuids), "runnable": len(uuids), "checked": len(uuids), "unchecked": [],
+                                 "timed": len(uuids), "untimed": [], "complete": True}},
         "cost": {"bench_wall_s": 12.0, "gpu_s": 9.5},
     }
     line = f"autogk {TARGET} #{i:04d}: {'KEEP' if keep else 'REVERT'} - synthetic [{result['verdict']['figures']}]"

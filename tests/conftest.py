@@ -59,8 +59,12 @@ def template_project(tmp_path_factory):
                    check=True, capture_output=True, env={**os.environ, **env})
     shutil.copyfile(DATA / "scale" / "kernel.py", root / "kernels" / "scale" / "kernel.py")
     subprocess.run(["git", "commit", "-qam", "scale: triton kernel"], cwd=root, check=True, env={**os.environ, **env})
+    # The loop's mechanics (keep, merge, archive, resume) are tested on CPU, where nothing is timed: these
+    # tests merge correct candidates; tests of the default (hold them untimed) set `untimed = "hold"`.
     cfg = (root / ".autogk.toml").read_text()
-    (root / ".autogk.toml").write_text(cfg)
+    (root / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
+    subprocess.run(["git", "commit", "-qam", "tests: merge correct untimed candidates"], cwd=root, check=True,
+                   env={**os.environ, **env})
     return root
 
 

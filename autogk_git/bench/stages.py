@@ -1,9 +1,10 @@
-"""The stages of one experiment's benchmark: quick (correctness gate), stride, ab.
+"""The stages of one experiment's benchmark: quick (correctness gate), stride (timed screen), ab or full.
 
 Each stage is one job on the backend. A stage that finds the candidate incorrect ends the run: no
-time is spent timing a wrong kernel. Backends without timing run quick and stride as correctness
-checks and say so; timed stages (stride against the reference, ab against the parent) belong to
-backends with `timing = True`.
+time is spent timing a wrong kernel. The subsets (quick, stride) only screen; what a verdict rests on
+covers every workload the backend can run: the ab stage checks and times all of them against the
+parent, and where nothing is timed the full stage checks the ones quick did not. `coverage` in the
+result says which workloads were checked and timed, and why any other was not.
 """
 from __future__ import annotations
 
@@ -25,11 +26,22 @@ def sources_at(root: Path, target: Target, rev: str) -> dict[str, str]:
     return {p: t for p, t in files.items() if p.endswith(".py") and p != "inputs.py"}
 
 
+# Statuses that say the harness, not the kernel, failed (inputs or the reference could not be made).
+# Not the kernel's fault, but never a pass: a candidate nobody could check is not a correct one.
+HARNESS_STATUSES = ("REFERENCE_ERROR", "HARNESS_ERROR")
+
+
+def is_harness(status: str) -> bool:
+    return status in HARNESS_STATUSES or status.startswith("HARNESS")
+
+
 def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Counts of one label's statuses; correct only when every workload PASSED."""
     statuses = [w["status"] for w in workloads.values()]
-    failures = [s for s in statuses if s not in (Status.PASSED.value, Status.REFERENCE_ERROR.value)]
-    return {"n": len(statuses), "passed": statuses.count(Status.PASSED.value), "failed": len(failures),
-            "harness_errors": statuses.count(Status.REFERENCE_ERROR.value), "correct": not failures}
+    passed = statuses.count(Status.PASSED.value)
+    harness = sum(is_harness(s) for s in statuses)
+    return {"n": len(statuses), "passed": passed, "failed": len(statuses) - passed - harness,
+            "harness_errors": harness, "correct": passed == len(statuses)}
 
 
 def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, str]],
@@ -49,23 +61,31 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
 
 def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_rev: str | None,
               config, seed: int, progress: Progress = lambda s: None) -> dict[str, Any]:
-    """Run the stages for candidate (against parent where the backend times) and return them."""
+    """Run the stages for candidate (against parent where the backend times) and return them.
+
+    A keep is decided on every workload the backend can run; the subsets only screen early:
+      quick   the smallest and the largest workload: a cheap correctness gate;
+      stride  (timed backends) every k-th workload timed against the reference: a screen that may
+              reject, never keep (every runnable workload under `objective = "contest"`, whose score
+              needs the reference's time on each);
+      ab      (timed, with a parent) parent and candidate checked and timed, paired, on EVERY runnable
+              workload;
+      full    (otherwise) correctness on every runnable workload the stages above did not check.
+    """
     definition, all_wl = target.definition, target.workloads
     usable, skipped = backend.eligible(definition, all_wl)
     stages: dict[str, Any] = {}
     result: dict[str, Any] = {"backend": backend.name, "timing": backend.timing, "skipped": skipped,
-                              "stages": stages}
+                              "stages": stages, "workload_axes": {w["uuid"]: w.get("axes", {}) for w in all_wl}}
     if not usable:
-        result.update(correct=False, error="no workload can run on this backend", environment={})
+        result.update(correct=False, error="no workload can run on this backend", environment={},
+                      checked_workloads=[], coverage=coverage(all_wl, usable, skipped, stages, backend.timing))
         return result
     cand = {"candidate": sources_at(root, target, candidate_rev)}
     plan = [("quick", quick_subset(definition, usable))]
-    stride = stride_subset(usable, config.bench.stride)
-    quick_ids = {w["uuid"] for w in plan[0][1]}
     if backend.timing:
-        plan.append(("stride", stride))
-    elif any(w["uuid"] not in quick_ids for w in stride):  # untimed: check only what quick did not
-        plan.append(("stride", [w for w in stride if w["uuid"] not in quick_ids]))
+        contest = getattr(config.bench, "objective", "geomean") == "contest"
+        plan.append(("stride", list(usable) if contest else stride_subset(usable, config.bench.stride)))
     correct = True
     for name, wls in plan:
         progress(f"{name}: {len(wls)} workload(s) on {backend.name}")
@@ -75,11 +95,54 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
             break
     if correct and backend.timing and parent_rev:
         sources = {"parent": sources_at(root, target, parent_rev), **cand}
-        progress(f"ab: parent vs candidate on {len(stride)} workload(s)")
-        stages["ab"] = run_stage(backend, target, "ab", sources, stride, config, seed)
+        progress(f"ab: parent vs candidate on all {len(usable)} runnable workload(s)")
+        stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed)
+        correct = stages["ab"]["summary"]["candidate"]["correct"]
+    elif correct:
+        seen = _checked(stages)
+        rest = [w for w in usable if w["uuid"] not in seen]
+        if rest:
+            progress(f"full: the other {len(rest)} runnable workload(s) on {backend.name}")
+            stages["full"] = run_stage(backend, target, "full", cand, rest, config, seed)
+            correct = stages["full"]["summary"]["candidate"]["correct"]
     result["correct"] = correct
     gpu_s = sum(s.get("gpu_s", 0.0) for s in stages.values())
     result["cost"] = {"gpu_s": round(gpu_s, 3)} if backend.timing else {}
     result["environment"] = next(iter(stages.values()))["environment"] if stages else {}
-    result["checked_workloads"] = sorted({u for s in stages.values() for u in s["workloads"].get("candidate", {})})
+    result["checked_workloads"] = sorted(_checked(stages))
+    result["coverage"] = coverage(all_wl, usable, skipped, stages, backend.timing)
     return result
+
+
+def _checked(stages: dict[str, Any]) -> set[str]:
+    return {u for s in stages.values() for u in s["workloads"].get("candidate", {})}
+
+
+def coverage(all_wl: list[dict[str, Any]], usable: list[dict[str, Any]], skipped: list[dict[str, Any]],
+             stages: dict[str, Any], timed: bool) -> dict[str, Any]:
+    """Which workloads the candidate was checked (and timed) on, and why the others were not."""
+    checked = _checked(stages)
+    unchecked = [{"uuid": s["uuid"], "reason": s["reason"]} for s in skipped]
+    unchecked += [{"uuid": w["uuid"], "reason": "not reached: an earlier stage found the candidate incorrect"}
+                  for w in usable if w["uuid"] not in checked]
+    cov: dict[str, Any] = {"total": len(all_wl), "runnable": len(usable), "checked": len(checked),
+                           "unchecked": unchecked}
+    if timed:
+        ab_stage = stages.get("ab") or {}
+        timed_ids = {w["uuid"] for w in (ab_stage.get("ab") or {}).get("workloads", [])}
+        parent = ab_stage.get("workloads", {}).get("parent", {})
+        cand = ab_stage.get("workloads", {}).get("candidate", {})
+        untimed = []
+        for w in usable:
+            u = w["uuid"]
+            if u in timed_ids:
+                continue
+            if parent.get(u, {}).get("status", "PASSED") != "PASSED":
+                why = f"the parent is {parent[u]['status']} here: nothing to pair against"
+            elif cand.get(u, {}).get("status", "PASSED") != "PASSED":
+                why = f"the candidate is {cand[u]['status']} here"
+            else:
+                why = "no paired timing (no ab stage: no parent, or an earlier stage stopped the run)"
+            untimed.append({"uuid": u, "reason": why, "parent_failed": u in parent and parent[u]["status"] != "PASSED"})
+        cov.update(timed=len(timed_ids), untimed=untimed)
+    return cov

@@ -30,9 +30,11 @@ def best(target, as_json) -> int:
         click.echo(f"  on {project.trunk} as {b.trunk_commit[:10]}; {b.kept_on_trunk} experiment(s) kept there")
         if r.figures:
             click.echo(f"  figures: {r.figures}")
+        click.echo(f"  judged: {r.coverage}")
         if r.latency_us is not None:
             click.echo(f"  geomean latency: {r.latency_us:.3f} us" +
-                       (f"; {b.speedup_vs_start:.3f}x faster than the trunk's start" if b.speedup_vs_start else ""))
+                       (f"; {b.speedup_vs_start:.3f}x faster than the trunk's start (product of the kept experiments' "
+                        "objective ratios, each judged on every workload)" if b.speedup_vs_start else ""))
             for uuid, lat in sorted(b.workloads.items()):
                 click.echo(f"    {uuid}  {lat:10.3f} us")
         click.echo(f"  best means: {b.basis}")

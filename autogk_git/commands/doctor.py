@@ -36,12 +36,22 @@ def modal_status(cfg) -> dict[str, Any]:
     return out
 
 
+def unrunnable_workloads(cfg, target) -> list[dict[str, Any]]:
+    """The target's workloads the configured backend cannot run (the CPU interpreter skips large ones)."""
+    from autogk_git.bench.backends import get_backend
+    try:
+        backend = get_backend(cfg.bench.backend, cfg)
+        return backend.eligible(target.definition, target.workloads)[1]
+    except Exception:  # noqa: BLE001 - a backend that cannot be set up is reported elsewhere
+        return []
+
+
 def checks() -> dict[str, Any]:
     from autogk_git.bench.backends import cuda_available
     out: dict[str, Any] = {"python": sys.version.split()[0], "executable": sys.executable,
                            "packages": {d: _version(d) for d in ("torch", "triton", "mlflow", "flashinfer-bench",
                                                                  "anthropic", "modal", "safetensors")},
-                           "cuda": cuda_available(), "problems": []}
+                           "cuda": cuda_available(), "problems": [], "warnings": []}
     for need in ("torch", "triton"):
         if not out["packages"][need]:
             out["problems"].append(f"{need} is not installed: pip install torch triton (CPU: torch==2.13.0 triton==3.7.1)")
@@ -61,6 +71,14 @@ def checks() -> dict[str, Any]:
                 t = project.target(name)
                 need = t.inputs_needing_data()
                 out["project"]["targets"][name] = {"workloads": len(t.workloads), "needs_data": need}
+                unrunnable = unrunnable_workloads(cfg, t)
+                if unrunnable:
+                    out["project"]["targets"][name]["unrunnable"] = len(unrunnable)
+                    out["warnings"].append(
+                        f"target {name}: {len(unrunnable)} of {len(t.workloads)} workload(s) cannot run on the "
+                        f"{out['project']['backend']} backend ({unrunnable[0]['reason']}), so no verdict covers them "
+                        "and nothing is judged on every workload: time on a GPU (`autogk iterate --backend local` "
+                        "or `--backend modal`), or raise [bench] cpu_max_numel")
                 if need:
                     out["problems"].append(f"target {name}: provide data for {', '.join(need)} ({project.target_rel(name)}/inputs.py)")
             except Exception as e:  # noqa: BLE001 - report every target's problem
@@ -104,6 +122,8 @@ def doctor(as_json) -> int:
             click.echo(f"  target {name}: {t}")
     else:
         click.echo(f"no project here ({info.get('project_error')})")
+    for warn in info.get("warnings", []):
+        click.echo(f"warning: {warn}")
     for prob in info["problems"]:
         click.echo(f"problem: {prob}")
     if not info["problems"]:

@@ -22,13 +22,18 @@ from autogk_git.project import Project
               help="stop starting experiments once LLM spend reaches this (overrides [agent] budget_usd; 0: none)")
 @click.option("--parallel", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="experiments at once, each in its own worktree and on its own GPU (or Modal container)")
+@click.option("--merge-untimed", is_flag=True,
+              help="merge correct candidates an untimed backend (CPU) cannot time, instead of holding them "
+                   "(overrides [bench] untimed)")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON report at the end")
-def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, as_json) -> int:
+def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, merge_untimed, as_json) -> int:
     import os
     from autogk_git.loop.iterate import iterate as run_loop
 
     if backend:
         os.environ["AUTOGK_BENCH_BACKEND"] = backend
+    if merge_untimed:
+        os.environ["AUTOGK_BENCH_UNTIMED"] = "merge"
     project = Project.find()
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     if max_iterations is not None:
@@ -40,8 +45,10 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
         return 1 if report.failed else 0
     kept = sum(e["decision"] == "keep" for e in report.experiments)
     repeats = sum(e["decision"] == "repeat" for e in report.experiments)
-    reverted = len(report.experiments) - kept - repeats
+    held = sum(e["decision"] == "untimed" for e in report.experiments)
+    reverted = len(report.experiments) - kept - repeats - held
     extra = f", {repeats} discarded as repeats" if repeats else ""
+    extra += f", {held} held untimed (correct but not timed, not merged: see `autogk log`)" if held else ""
     cost = (f"; LLM: {report.usage.get('tokens', 0)} tokens, ${report.cost_usd:.4f}"
             if report.usage.get("requests") else "")
     plans = f"; {len(report.research)} research plan(s)" if report.research else ""

@@ -30,8 +30,76 @@ def default_rev(project: Project, target: str) -> tuple[str, str]:
     return "HEAD", "HEAD"
 
 
+def judged_result(project: Project, sha: str) -> tuple[dict | None, str | None]:
+    """(result note, commit it judged) for the kernel at sha: its own note, or, for a trunk merge, the
+    note of the kept experiment it merged."""
+    from autogk_git.record.notes import parse_result
+    note = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
+    result = parse_result(note, sha) if note else None
+    if result:
+        return result, sha
+    for p in repo.commit_info(project.root, [sha])[sha]["parents"].split()[1:]:
+        note = repo.read_note(project.root, refs.NOTES_RESULTS, p)
+        result = parse_result(note, p) if note else None
+        if result:
+            return result, p
+    return None, None
+
+
+def refusal(project: Project, target_rel: str, sha: str, result: dict | None, judged: str | None,
+            target_name: str) -> str | None:
+    """Why the kernel at sha is not one autogk vouches for (None: it is): archived, incorrect, held,
+    unconfirmed (not judged, or judged on a subset of the workloads), or changed since it was judged."""
+    if result is None or judged is None:
+        return (f"no autogk result judged the kernel at {sha[:10]} (the trunk's starting kernel, or a commit "
+                "made outside an experiment)")
+    num = f"#{result.get('experiment', 0):04d}"
+    state = next((r.state for r in ledger.rows(project.root, target_name) if r.commit == judged), None)
+    v = result.get("verdict") or {}
+    if state == "archived":
+        return f"experiment {num} was reverted (archived): {v.get('reason', '')[:300]}"
+    if state == "held" or v.get("decision") == "untimed":
+        return (f"experiment {num} is held untimed: correct where it was checked, but never timed, so "
+                "nothing says it is faster")
+    if not result.get("correct"):
+        return f"experiment {num} is incorrect: {v.get('reason', '')[:300]}"
+    if v.get("decision") != "keep":
+        return f"experiment {num} was not kept (verdict: {v.get('decision', 'pending')})"
+    if not ledger.judged_all(result):
+        return f"experiment {num} is unconfirmed: judged on {ledger.coverage_text(result)}, not on every workload"
+    here = git("rev-parse", f"{sha}:{target_rel}", cwd=project.root, check=False).strip()
+    then = git("rev-parse", f"{judged}:{target_rel}", cwd=project.root, check=False).strip()
+    if here != then:
+        return f"the target's files at {sha[:10]} differ from those experiment {num} judged ({judged[:10]})"
+    return None
+
+
+def judged_text(result: dict | None) -> str:
+    """What was judged, for the Solution's description."""
+    if not result:
+        return "judged: nothing (packed with --force)"
+    v = result.get("verdict") or {}
+    cov = v.get("coverage") or {}
+    env = result.get("environment") or {}
+    parts = [f"verdict {v.get('decision', 'pending')} ({v.get('rule', '')})"]
+    if cov:
+        parts.append(f"correct on {cov.get('checked', 0)} of {cov.get('total', 0)} workloads "
+                     "(outputs written in place: destination passing)" if result.get("correct") else
+                     f"checked {cov.get('checked', 0)} of {cov.get('total', 0)} workloads")
+        if "timed" in cov:
+            parts.append(f"timed against its parent on {cov['timed']} of {cov.get('total', 0)} on "
+                         f"{env.get('gpu') or result.get('backend', '?')}")
+    else:
+        parts.append("coverage not recorded")
+    if v.get("objective"):
+        parts.append(f"objective {v['objective']}")
+    if v.get("figures"):
+        parts.append(v["figures"])
+    return "judged: " + "; ".join(parts)
+
+
 def pack_rev(project: Project, target_name: str | None, rev: str | None, name: str | None,
-             author: str | None) -> tuple[dict, str, str]:
+             author: str | None, force: bool = False) -> tuple[dict, str, str]:
     from autogk_git import fib
     from autogk_git.bench.stages import sources_at
 
@@ -49,23 +117,22 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
                           f"move them beside kernel.py in {target.rel}/")
     if "kernel.py" not in sources:
         raise AutogkError(f"{target.rel}/kernel.py does not exist at {sha[:10]}", "pass a revision that has it")
+    result, judged = judged_result(project, sha)
+    refused = refusal(project, target.rel, sha, result, judged, target.name)
+    if refused and not force:
+        raise AutogkError(f"not packing {target.name} at {sha[:10]}: {refused}",
+                          "pack a kernel kept on every workload (see `autogk best`), or pass --force to pack "
+                          "it anyway (the Solution then says it is unconfirmed)")
     definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
                             or json.dumps(target.definition))
     who = author or git("config", "user.name", cwd=project.root, check=False).strip() or "autogk"
-    from autogk_git.record.notes import parse_result
-    note = repo.read_note(project.root, refs.NOTES_RESULTS, sha)
-    result = parse_result(note, sha) if note else None
-    if result is None:  # a trunk merge: the figures are on the kept experiment it merged
-        parents = repo.commit_info(project.root, [sha])[sha]["parents"].split()
-        for p in parents[1:]:
-            note = repo.read_note(project.root, refs.NOTES_RESULTS, p)
-            result = parse_result(note, p) if note else None
-            if result:
-                break
     desc = f"autogk: {target.name} at {sha[:10]}"
     if result:
-        v = result.get("verdict") or {}
-        desc += f"; #{result.get('experiment', 0):04d} {result.get('hypothesis', '')}; {v.get('figures', '')}"
+        desc += f"; #{result.get('experiment', 0):04d} {result.get('hypothesis', '')}"
+    desc += f"; {judged_text(result)}"
+    if refused:
+        desc += f"; UNCONFIRMED, packed with --force: {refused}"
+        why += f"; forced past: {refused}"
     sol_name = name or re.sub(r"[^A-Za-z0-9_.-]+", "_", f"autogk_{target.name}_{sha[:10]}")
     data = fib.pack_solution(definition["name"], sources, sol_name, who, desc.strip("; "))
     return data, sha, why
@@ -77,9 +144,11 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
 @click.option("--out", "-o", "out", help="output file ('-' for stdout; default: <name>.json here)")
 @click.option("--name", help="solution name (default: autogk_<target>_<sha>)")
 @click.option("--author", help="author (default: git config user.name)")
-def pack(rev, target, out, name, author) -> int:
+@click.option("--force", is_flag=True, help="pack a kernel autogk does not vouch for (archived, incorrect, held "
+                                            "untimed, or not judged on every workload); the Solution says so")
+def pack(rev, target, out, name, author, force) -> int:
     project = Project.find()
-    data, sha, why = pack_rev(project, target, rev, name, author)
+    data, sha, why = pack_rev(project, target, rev, name, author, force)
     text = json.dumps(data, indent=2) + "\n"
     if out == "-":
         click.echo(text, nl=False)

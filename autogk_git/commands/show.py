@@ -12,17 +12,36 @@ from autogk_git.project import Project, find_root
 
 
 def workload_table(result: dict) -> list[str]:
-    lines = [f"{'stage':<7} {'workload':<10} {'status':<20} {'max_abs_err':>12} {'latency_us':>11} {'vs parent':>9}"]
+    v = result.get("verdict") or {}
+    per_wl = {w["uuid"]: w for w in v.get("per_workload") or []}
+    lines = [f"{'stage':<7} {'workload':<10} {'status':<20} {'max_abs_err':>12} {'latency_us':>11} {'vs parent':>9}"
+             f"  {'interval':<17}"]
     for stage, res in result.get("stages", {}).items():
         for uuid, w in res.get("workloads", {}).get("candidate", {}).items():
             lat = w.get("latency_us")
             ratio = w.get("ratio_vs_parent")
+            iv = per_wl.get(uuid) if stage == "ab" else None
+            interval = f"[{iv['ci_low']:.3f}, {iv['ci_high']:.3f}]" if iv else ""
             lines.append(f"{stage:<7} {uuid[:8]:<10} {w['status']:<20} {w.get('max_abs_err', float('nan')):>12.4g} "
                          f"{(f'{lat:.2f}' if lat is not None else '-'):>11} "
-                         f"{(f'{ratio:.3f}' if ratio is not None else '-'):>9}")
-    for s in result.get("skipped", []):
-        lines.append(f"{'-':<7} {s['uuid'][:8]:<10} {'skipped':<20} {s['reason']}")
+                         f"{(f'{ratio:.3f}' if ratio is not None else '-'):>9}  {interval}".rstrip())
+    for u in unjudged(result):
+        lines.append(f"{'-':<7} {u['uuid'][:8]:<10} {u['kind']:<20} {u['reason']}")
     return lines
+
+
+def unjudged(result: dict) -> list[dict]:
+    """Workloads the verdict does not rest on, each with why: not checked (e.g. over [bench] cpu_max_numel,
+    or never reached), or checked but not timed against the parent."""
+    cov = (result.get("verdict") or {}).get("coverage") or {}
+    out, seen = [], set()
+    for u in cov.get("unchecked") or result.get("skipped", []):
+        out.append({"uuid": u["uuid"], "kind": "not checked", "reason": u["reason"]})
+        seen.add(u["uuid"])
+    for u in cov.get("untimed", []):
+        if u["uuid"] not in seen:
+            out.append({"uuid": u["uuid"], "kind": "not timed", "reason": u["reason"]})
+    return out
 
 
 @click.command("show", help="One experiment: plan, diff and per-workload table.")
@@ -39,13 +58,25 @@ def show(number, target, as_json) -> int:
         click.echo(json.dumps({"row": row.as_dict(), "result": result}, indent=1, sort_keys=True))
         return 0
     ref = refs.ExperimentRef(row.target, row.number)
-    where = {"kept": ref.kept_ref, "archived": ref.archive_ref}.get(row.state, "its branch (open)")
+    where = {"kept": ref.kept_ref, "archived": ref.archive_ref, "held": ref.untimed_ref}.get(row.state,
+                                                                                            "its branch (open)")
     click.echo(f"{row.target} #{row.number:04d}  {row.state}  {row.commit}  ({where})\n{row.hypothesis}\n")
     if result:
         v = result["verdict"]
         click.echo(f"verdict: {v['decision'].upper()} ({v.get('rule')}): {v.get('reason')}")
         if v.get("figures"):
             click.echo(f"figures: {v['figures']}")
+        cov = v.get("coverage")
+        if cov:
+            click.echo(f"judged on: {cov.get('checked', 0)} of {cov.get('total', 0)} workloads checked"
+                       + (f", {cov['timed']} timed against the parent" if "timed" in cov else "")
+                       + ("" if cov.get("complete") else " (not every workload: see the table)"))
+        else:
+            click.echo("judged on: not recorded (an older result; it may rest on a subset of the workloads)")
+        if v.get("decision") == "untimed":
+            ref = refs.ExperimentRef(row.target, row.number).untimed_ref
+            click.echo(f"held: {ref}; time it on a GPU: autogk bench --rev {ref} --against {(result.get('parent') or '')[:10]} "
+                       "--backend local")
         if result.get("timing_note"):
             click.echo(f"note: {result['timing_note']}")
     else:

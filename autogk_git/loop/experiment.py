@@ -4,6 +4,7 @@ Every step is idempotent and its state lives in refs and notes, so a loop killed
 finished (or cleanly discarded) by the next run. Order of a conclusion:
     keep:   kept ref -> merge into trunk -> delete branch -> remove worktree
     revert: archive ref -> delete branch -> remove worktree
+    untimed (correct, but nothing timed it; loop/verdict.py): untimed ref -> delete branch -> remove worktree
 """
 from __future__ import annotations
 
@@ -240,10 +241,15 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
 def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say) -> str:
     """Apply the verdict in the result note; safe to repeat."""
     decision = result["verdict"]["decision"]
+    if decision != "untimed" and repo.rev(project.root, exp_ref.untimed_ref):
+        repo.delete_ref(project.root, exp_ref.untimed_ref)  # a held experiment judged since on a timed backend
     if decision == "keep":
         repo.update_ref(project.root, exp_ref.kept_ref, sha, "autogk: keep")
         merge = merge_into_trunk(project, sha, merge_message(result))
         outcome = f"kept: merged into {project.trunk} as {merge[:10]}"
+    elif decision == "untimed":  # held for a timed backend, not merged: a correct kernel is not a faster one
+        repo.update_ref(project.root, exp_ref.untimed_ref, sha, "autogk: hold untimed")
+        outcome = f"held untimed (correct, not timed, not merged): {exp_ref.untimed_ref}"
     else:
         repo.update_ref(project.root, exp_ref.archive_ref, sha, "autogk: revert")
         outcome = f"reverted: archived as {exp_ref.archive_ref}"

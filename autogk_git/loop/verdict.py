@@ -1,107 +1,342 @@
-"""Verdict rules, chosen by what the backend measured. A rule reads the bench result, returns a decision."""
+"""Verdict rules, chosen by what the backend measured. A rule reads the bench result, returns a decision.
+
+Decisions:
+  keep     merge into the trunk: correct on every runnable workload and, where timed, faster by the
+           declared objective (`[bench] objective`) over all of them, with no workload slower than its
+           parent beyond the guard (`[bench] guard`);
+  revert   archive: incorrect anywhere, a harness error, slower, inconclusive, or not judged on all;
+  untimed  correct, but the backend measures no time (the CPU interpreter): a correct candidate is not a
+           faster one, so it is held under refs/autogk/untimed/ instead of drifting the trunk;
+           `[bench] untimed = "merge"` (or `autogk iterate --merge-untimed`) merges it on correctness.
+"""
 from __future__ import annotations
 
 import math
 from typing import Any, Protocol
 
 from autogk_git.bench import stats
+from autogk_git.bench.stages import is_harness
+
+KEEP, REVERT, UNTIMED = "keep", "revert", "untimed"
+
+OBJECTIVES = {
+    "geomean": "geometric mean of the candidate/parent ratios",
+    "total": "summed latency, candidate over parent",
+    "contest": "FlashInfer-Bench score (mean speedup over the reference), parent's over candidate's",
+}
 
 
 class VerdictRule(Protocol):
     name: str
 
     def decide(self, bench: dict[str, Any], config) -> dict[str, Any]:
-        """{decision: keep|revert, reason, rule, figures}"""
+        """{decision: keep|revert|untimed, reason, rule, figures, coverage, ...}"""
 
 
 def first_failure(bench: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(stage, workload uuid, status: message) of the first incorrect workload, if any."""
+    """(stage, workload uuid, why) of the first workload the candidate did not pass, if any.
+
+    Anything but PASSED fails: a harness status (the reference or the inputs could not be made) is
+    not the kernel's fault, but a kernel nobody could check is not a correct one. Its `why` starts
+    with "harness error: "."""
     for stage, res in bench.get("stages", {}).items():
-        for label, wls in res.get("workloads", {}).items():
-            if label != "candidate":
-                continue
-            for uuid, w in wls.items():
-                if w["status"] not in ("PASSED", "REFERENCE_ERROR"):
-                    return stage, uuid, f"{w['status']}: {w.get('message', '')}"
+        for uuid, w in (res.get("workloads", {}).get("candidate") or {}).items():
+            status = w.get("status", "")
+            if status != "PASSED":
+                why = f"{status}: {w.get('message', '')}"
+                return stage, uuid, (f"harness error: {why}" if is_harness(status) else why)
     return None
 
 
+def _failure_verdict(fail: tuple[str, str, str], axes: dict[str, dict] | None) -> tuple[str, str]:
+    """(outcome, reason) of a failed check."""
+    stage, uuid, why = fail
+    name = workload_name(uuid, axes)
+    if why.startswith("harness error: "):
+        return "harness_error", f"{why[:300]} (in {stage} on workload {name}): nothing checked it, so not kept"
+    return "incorrect", f"incorrect in {stage} on workload {name}: {why[:300]}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Coverage: which workloads the verdict rests on
+# ------------------------------------------------------------------------------------------------
+
+def _short_reason(reason: str) -> str:
+    if "cpu_max_numel" in reason:
+        return "over [bench] cpu_max_numel"
+    return reason
+
+
+def coverage(bench: dict[str, Any], correct: bool) -> dict[str, Any]:
+    """The bench result's coverage, with `complete`: judged (checked, and timed where timed) on every workload."""
+    cov = dict(bench.get("coverage") or {})
+    if not cov:  # a result from before coverage was recorded: rebuild what it can say
+        checked = len(bench.get("checked_workloads", []))
+        skipped = list(bench.get("skipped", []))
+        cov = {"total": checked + len(skipped), "runnable": checked, "checked": checked, "unchecked": skipped}
+        if bench.get("timing"):
+            ab = ((bench.get("stages") or {}).get("ab") or {}).get("ab") or {}
+            cov.update(timed=len(ab.get("workloads", [])), untimed=[], legacy=True)
+    untimed = [u for u in cov.get("untimed", []) if not u.get("parent_failed")]
+    timed_ok = not bench.get("timing") or (not untimed and not cov.get("legacy")
+                                           and cov.get("timed", 0) + len(cov.get("untimed", [])) >= cov["total"])
+    cov["complete"] = bool(correct and cov["checked"] >= cov["total"] and not cov["unchecked"] and timed_ok)
+    return cov
+
+
+def coverage_line(cov: dict[str, Any], axes: dict[str, dict] | None = None) -> str:
+    """`6 of 11 workloads checked; not checked: 5 over [bench] cpu_max_numel (ab12cd34, ...)`."""
+    line = f"{cov['checked']} of {cov['total']} workloads checked"
+    if "timed" in cov:
+        line += f", {cov['timed']} of {cov['total']} timed against the parent"
+    groups: dict[str, list[str]] = {}
+    for u in cov.get("unchecked", []):
+        groups.setdefault(_short_reason(u["reason"]), []).append(u["uuid"])
+    for u in cov.get("untimed", []):
+        if not any(x["uuid"] == u["uuid"] for x in cov.get("unchecked", [])):
+            groups.setdefault("not timed: " + u["reason"], []).append(u["uuid"])
+    if groups:
+        parts = []
+        for why, ids in groups.items():
+            names = ", ".join(workload_name(i, axes) for i in ids[:4]) + (", ..." if len(ids) > 4 else "")
+            parts.append(f"{len(ids)} {why} ({names})")
+        line += "; not judged: " + "; ".join(parts)
+    return line
+
+
+def workload_name(uuid: str, axes: dict[str, dict] | None = None) -> str:
+    """`ab12cd34 (batch_size=8192)`: the uuid's prefix, with the workload's axes when known."""
+    ax = (axes or {}).get(uuid) or {}
+    return f"{uuid[:8]} ({', '.join(f'{k}={v}' for k, v in ax.items())})" if ax else uuid[:8]
+
+
 class CorrectnessOnly:
-    """No timing on this backend: keep a correct candidate, revert an incorrect one, and say so."""
+    """No timing on this backend: revert an incorrect candidate; hold (or, if asked, merge) a correct one."""
 
     name = "correctness-only"
 
     def decide(self, bench: dict[str, Any], config) -> dict[str, Any]:
-        n = len(bench.get("checked_workloads", []))
         fail = first_failure(bench)
+        cov = coverage(bench, correct=not fail and not bench.get("error") and bool(bench.get("correct", True)))
+        line = coverage_line(cov, bench.get("workload_axes"))
+        base = {"rule": self.name, "coverage": cov, "checked": cov["checked"], "workloads": cov["total"]}
         if bench.get("error"):
-            return {"decision": "revert", "rule": self.name, "reason": bench["error"], "figures": ""}
+            return {**base, "decision": REVERT, "outcome": "error", "reason": bench["error"], "figures": line}
         if fail:
-            stage, uuid, why = fail
-            return {"decision": "revert", "rule": self.name,
-                    "reason": f"incorrect in {stage} on workload {uuid[:8]}: {why[:300]}", "figures": ""}
-        return {"decision": "keep", "rule": self.name,
-                "reason": f"correct on {n} workload(s); no timing on the {bench['backend']} backend, "
-                          "so this verdict rests on correctness alone",
-                "figures": f"correct {n}/{n}, untimed"}
+            outcome, reason = _failure_verdict(fail, bench.get("workload_axes"))
+            return {**base, "decision": REVERT, "outcome": outcome, "reason": reason, "figures": line}
+        n, backend = cov["checked"], bench.get("backend", "?")
+        figures = f"correct {n}/{n} ({n} of {cov['total']} workloads checked), untimed"
+        if getattr(config.bench, "untimed", "hold") == "merge":
+            return {**base, "decision": KEEP, "outcome": "untimed",
+                    "reason": f"correct; {line}; no timing on the {backend} backend, merged on correctness alone "
+                              "because [bench] untimed = merge", "figures": figures}
+        return {**base, "decision": UNTIMED, "outcome": "untimed",
+                "reason": f"correct; {line}; no timing on the {backend} backend, and a correct candidate is not a "
+                          "faster one: held (not merged) until a timed backend judges it "
+                          "(or merge such candidates with `autogk iterate --merge-untimed`)",
+                "figures": figures}
+
+
+# ------------------------------------------------------------------------------------------------
+# The paired rule
+# ------------------------------------------------------------------------------------------------
+
+def paired_series(ab_stage: dict[str, Any]) -> dict[str, list[float]]:
+    """{workload uuid: per-round log(t_candidate / t_parent)} from the ab stage.
+
+    Read from the worker's ab summary (`workloads[i].log_ratios`); where a worker did not report it,
+    from the per-round samples of both labels (`samples_us`, one per round, paired by index)."""
+    out: dict[str, list[float]] = {}
+    for w in (ab_stage.get("ab") or {}).get("workloads", []) or []:
+        lrs = w.get("log_ratios")
+        if lrs:
+            out[w["uuid"]] = [float(x) for x in lrs]
+    if out:
+        return out
+    labels = ab_stage.get("workloads") or {}
+    for u, c in (labels.get("candidate") or {}).items():
+        p = (labels.get("parent") or {}).get(u) or {}
+        cs, ps = c.get("samples_us") or [], p.get("samples_us") or []
+        if c.get("status") == "PASSED" and cs and len(cs) == len(ps):
+            out[u] = [math.log(max(x, 1e-9) / max(y, 1e-9)) for x, y in zip(cs, ps)]
+    return out
+
+
+def parent_latencies(ab_stage: dict[str, Any]) -> dict[str, float]:
+    out = {w["uuid"]: float(w["base_latency_us"]) for w in (ab_stage.get("ab") or {}).get("workloads", []) or []
+           if isinstance(w.get("base_latency_us"), (int, float))}
+    for u, p in ((ab_stage.get("workloads") or {}).get("parent") or {}).items():
+        if u not in out and isinstance(p.get("latency_us"), (int, float)):
+            out[u] = float(p["latency_us"])
+    return out
+
+
+def reference_latencies(bench: dict[str, Any]) -> dict[str, float]:
+    """The reference's latency per workload, timed by the stride stage (every workload under `contest`)."""
+    wls = (((bench.get("stages") or {}).get("stride") or {}).get("workloads") or {}).get("candidate") or {}
+    return {u: float(w["reference_latency_us"]) for u, w in wls.items()
+            if isinstance(w.get("reference_latency_us"), (int, float))}
+
+
+def objective_rounds(objective: str, series: dict[str, list[float]], parent_us: dict[str, float],
+                     reference_us: dict[str, float]) -> list[float]:
+    """Per round, the log of the objective's candidate/parent ratio (below 0: the candidate is better).
+
+    geomean  mean_w log r_w                                   (every workload weighs the same)
+    total    log(sum_w p_w r_w / sum_w p_w)                   (weighted by the parent's latency)
+    contest  -log(sum_w s_w / r_w / sum_w s_w), s_w = ref_w/p_w  (mean speedup over the reference)
+    with r_w = t_candidate / t_parent in that round and p_w the parent's median latency."""
+    ids = sorted(series)
+    n = min(len(series[u]) for u in ids)
+    out = []
+    for r in range(n):
+        lr = {u: series[u][r] for u in ids}
+        if objective == "geomean":
+            out.append(math.fsum(lr.values()) / len(ids))
+        elif objective == "total":
+            out.append(math.log(math.fsum(parent_us[u] * math.exp(lr[u]) for u in ids) /
+                                math.fsum(parent_us[u] for u in ids)))
+        elif objective == "contest":
+            s = {u: reference_us[u] / parent_us[u] for u in ids}
+            out.append(-math.log(math.fsum(s[u] * math.exp(-lr[u]) for u in ids) / math.fsum(s.values())))
+        else:
+            raise ValueError(f"unknown objective {objective!r}")
+    return out
+
+
+def guard_check(series: dict[str, list[float]], confidence: float, looks: int, margin: float
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(per-workload figures, violations): a workload violates the guard when its whole interval on
+    t_candidate / t_parent lies above 1 + margin. The level is Bonferroni-adjusted over the workloads
+    and the looks, so across all of them a parent-equal candidate trips it with chance below 1 - confidence."""
+    level = 1.0 - (1.0 - confidence) / max(1, looks * len(series))
+    rows, bad = [], []
+    for u, lrs in series.items():
+        if len(lrs) < 2:
+            continue
+        m, lo, hi = stats.mean_interval(lrs, level)
+        row = {"uuid": u, "ratio": math.exp(m), "ci_low": math.exp(lo),
+               "ci_high": math.exp(hi) if hi < 700 else 1e9, "rounds": len(lrs)}
+        rows.append(row)
+        if row["ci_low"] > 1.0 + margin:
+            bad.append(row)
+    bad.sort(key=lambda r: -r["ratio"])
+    return rows, bad
 
 
 class PairedRatioRule:
     """The verdict for timed backends: paired candidate/parent ratios from the ab stage, with an interval.
 
-    keep:          correct on every checked workload, and the interval's upper bound on the candidate/parent
-                   geometric-mean latency ratio is below 1 - min_effect;
+    keep:          correct on every runnable workload, timed against the parent on every one, the
+                   interval's upper bound on the objective's candidate/parent ratio below 1 - min_effect,
+                   and no workload slower than its parent beyond the guard (see guard_check);
     regression:    the interval's lower bound is above 1 (revert);
+    guard:         some workload is slower than its parent beyond the guard (revert, naming it);
     inconclusive:  anything else; `[bench] inconclusive` says what to do (revert by default).
-    The interval comes from bench/stats.py (Student t over rounds, Bonferroni over the looks); the rule
-    re-derives the outcome from the bounds rather than trusting the worker's label.
+    The interval comes from bench/stats.py (Student t over rounds, Bonferroni over the looks), recomputed
+    here from the per-round, per-workload ratios for the declared objective; the rule re-derives the
+    outcome from the bounds rather than trusting the worker's label.
     """
 
     name = "paired-ratio"
 
     def decide(self, bench: dict[str, Any], config) -> dict[str, Any]:
         b = config.bench
+        objective = getattr(b, "objective", "geomean")
+        margin = float(getattr(b, "guard", 0.02))
         gpu_s = float((bench.get("cost") or {}).get("gpu_s", 0.0))
-        base = {"rule": self.name, "gpu_s": round(gpu_s, 3), "min_effect": b.min_effect,
-                "confidence": b.confidence}
-        if bench.get("error"):
-            return {**base, "decision": "revert", "outcome": "error", "reason": bench["error"], "figures": ""}
+        axes = bench.get("workload_axes")
         fail = first_failure(bench)
+        cov = coverage(bench, correct=not fail and not bench.get("error") and bool(bench.get("correct", True)))
+        line = coverage_line(cov, axes)
+        base = {"rule": self.name, "gpu_s": round(gpu_s, 3), "min_effect": b.min_effect,
+                "confidence": b.confidence, "objective": objective, "guard_margin": margin, "coverage": cov,
+                "checked": cov["checked"], "workloads": cov["total"], "timed": cov.get("timed", 0)}
+        if bench.get("error"):
+            return {**base, "decision": REVERT, "outcome": "error", "reason": bench["error"], "figures": line}
         if fail:
-            stage, uuid, why = fail
-            return {**base, "decision": "revert", "outcome": "incorrect",
-                    "reason": f"incorrect in {stage} on workload {uuid[:8]}: {why[:300]}",
-                    "figures": f"{gpu_s:.1f} GPU-s"}
-        ab = (bench.get("stages", {}).get("ab") or {}).get("ab")
+            outcome, reason = _failure_verdict(fail, axes)
+            return {**base, "decision": REVERT, "outcome": outcome, "reason": reason,
+                    "figures": f"{line}; {gpu_s:.1f} GPU-s"}
+        ab_stage = (bench.get("stages") or {}).get("ab") or {}
+        ab = ab_stage.get("ab")
         if not ab or not ab.get("rounds"):
             decision = b.inconclusive
             return {**base, "decision": decision, "outcome": "inconclusive",
                     "reason": "correct, but no paired timing against a parent (first experiment, or the ab "
-                              f"stage did not run); [bench] inconclusive = {b.inconclusive}",
-                    "figures": f"untimed against parent, {gpu_s:.1f} GPU-s"}
-        lo, hi, ratio = float(ab["ci_low"]), float(ab["ci_high"]), float(ab["ratio"])
-        rounds, n_wl = int(ab["rounds"]), len(ab.get("workloads", []))
-        outcome = stats.classify(lo, hi, b.min_effect)
-        level = float(ab.get("level", b.confidence))
-        figures = (f"ratio {ratio:.4f} [{lo:.4f}, {_fmt(hi)}] at {b.confidence:.0%} "
-                   f"(per-look {level:.2%}), {rounds} rounds, {n_wl} workload(s), "
-                   f"timer {ab.get('timer')}, {gpu_s:.1f} GPU-s")
+                              f"stage did not run); [bench] inconclusive = {b.inconclusive}; {line}",
+                    "figures": f"untimed against parent, {gpu_s:.1f} GPU-s; {line}"}
+        looks = len(stats.look_schedule(b.min_rounds, b.max_rounds))
+        level = 1.0 - (1.0 - b.confidence) / looks
+        series = paired_series(ab_stage)
+        per_wl, violations = guard_check(series, b.confidence, looks, margin) if series else ([], [])
+        missing_reason = ""
+        if series:
+            parent_us, ref_us = parent_latencies(ab_stage), reference_latencies(bench)
+            need = parent_us if objective != "contest" else {u: 1 for u in parent_us if u in ref_us}
+            lacking = [u for u in series if objective != "geomean" and u not in need]
+            if lacking:
+                missing_reason = (f"the {objective} objective needs the "
+                                  f"{'reference' if objective == 'contest' else 'parent'}'s latency on every "
+                                  f"workload; missing on {', '.join(workload_name(u, axes) for u in lacking[:4])}")
+                rounds_d: list[float] = []
+            else:
+                rounds_d = objective_rounds(objective, series, parent_us, ref_us)
+            if rounds_d:
+                iv = stats.ratio_interval(rounds_d, b.confidence, looks)
+                lo, hi, ratio, rounds = iv["ci_low"], iv["ci_high"], iv["ratio"], len(rounds_d)
+            else:
+                lo, hi, ratio, rounds = 0.0, math.inf, float(ab.get("ratio", 1.0)), int(ab["rounds"])
+        elif objective == "geomean":  # an older worker: only its geomean summary
+            lo, hi, ratio, rounds = float(ab["ci_low"]), float(ab["ci_high"]), float(ab["ratio"]), int(ab["rounds"])
+            level = float(ab.get("level", level))
+        else:
+            missing_reason = f"the {objective} objective needs per-workload rounds, which this ab stage lacks"
+            lo, hi, ratio, rounds = 0.0, math.inf, float(ab.get("ratio", 1.0)), int(ab["rounds"])
+        outcome = stats.classify(lo, hi, b.min_effect) if not missing_reason else stats.INCONCLUSIVE
+        n_timed = cov.get("timed", len(series))
+        worst = max(per_wl, key=lambda r: r["ratio"]) if per_wl else None
+        figures = (f"{objective} ratio {ratio:.4f} [{lo:.4f}, {_fmt(hi)}] at {b.confidence:.0%} "
+                   f"(per-look {level:.2%}), {rounds} rounds, {n_timed} of {cov['total']} workload(s) timed"
+                   + (f", worst workload {worst['ratio']:.3f} ({workload_name(worst['uuid'], axes)})" if worst else "")
+                   + f", timer {ab.get('timer')}, {gpu_s:.1f} GPU-s")
         speed = (1 - ratio) * 100
-        if outcome == stats.KEEP:
-            decision = "keep"
-            reason = (f"faster than its parent by {speed:.1f}% (geomean over {n_wl} workload(s)); the whole "
-                      f"interval is below 1 - min_effect = {1 - b.min_effect:.3f}")
+        what = f"{OBJECTIVES.get(objective, objective)} over {n_timed} workload(s)"
+        complete = cov["complete"]
+        if violations:
+            decision, outcome = REVERT, "guard"
+            w = violations[0]
+            others = f" (and {len(violations) - 1} more workload(s))" if len(violations) > 1 else ""
+            reason = (f"workload {workload_name(w['uuid'], axes)} is slower than its parent by "
+                      f"{(w['ratio'] - 1) * 100:.1f}% (interval [{w['ci_low']:.4f}, {_fmt(w['ci_high'])}]){others}, "
+                      f"beyond the guard of {margin:.0%}; the objective alone said {stats.classify(lo, hi, b.min_effect)} "
+                      f"({objective} ratio {ratio:.4f})")
+        elif not complete:
+            decision, outcome = REVERT, "incomplete"
+            reason = f"not judged on every workload, so not kept: {line}"
+        elif missing_reason:
+            decision = b.inconclusive
+            reason = f"inconclusive: {missing_reason}; [bench] inconclusive = {b.inconclusive}"
+        elif outcome == stats.KEEP:
+            decision = KEEP
+            reason = (f"faster than its parent by {speed:.1f}% ({what}); the whole interval is below "
+                      f"1 - min_effect = {1 - b.min_effect:.3f}, and no workload is slower than its parent beyond "
+                      f"the guard of {margin:.0%}; {line}")
         elif outcome == stats.REGRESSION:
-            decision = "revert"
-            reason = f"slower than its parent by {-speed:.1f}%; the whole interval is above 1"
+            decision = REVERT
+            reason = f"slower than its parent by {-speed:.1f}% ({what}); the whole interval is above 1"
         else:
             decision = b.inconclusive
-            reason = (f"inconclusive: ratio {ratio:.4f}, interval [{lo:.4f}, {_fmt(hi)}] does not clear "
+            reason = (f"inconclusive: {objective} ratio {ratio:.4f}, interval [{lo:.4f}, {_fmt(hi)}] does not clear "
                       f"1 - min_effect = {1 - b.min_effect:.3f} (stopped: {ab.get('stopped')}); "
                       f"[bench] inconclusive = {b.inconclusive}")
-        return {**base, "decision": decision, "outcome": outcome, "reason": reason, "figures": figures,
-                "ratio": ratio, "ci_low": lo, "ci_high": hi if math.isfinite(hi) else 1e9,
-                "rounds": rounds, "n_workloads": n_wl}
+        out = {**base, "decision": decision, "outcome": outcome, "reason": reason, "figures": figures,
+               "ratio": ratio, "ci_low": lo, "ci_high": hi if math.isfinite(hi) else 1e9, "rounds": rounds,
+               "n_workloads": n_timed, "per_workload": per_wl, "guard": violations}
+        if worst:
+            out["worst_ratio"] = worst["ratio"]
+        return out
 
 
 def _fmt(x: float) -> str:

@@ -19,13 +19,14 @@ class Experiment:
     number: int
     branch: str | None          # short branch name while open
     sha: str | None             # the branch tip (or kept/archive ref target)
-    state: str                  # open | kept | archived
+    state: str                  # open | kept | archived | held (correct, untimed: refs/autogk/untimed)
 
 
 def scan(project: Project, target: str) -> dict[int, Experiment]:
     """Every experiment of a target, from its refs (one git process)."""
     found: dict[int, Experiment] = {}
-    pats = [f"{refs.BRANCH_PREFIX}{target}/", f"{refs.KEPT_PREFIX}{target}/", f"{refs.ARCHIVE_PREFIX}{target}/"]
+    pats = [f"{refs.BRANCH_PREFIX}{target}/", f"{refs.KEPT_PREFIX}{target}/", f"{refs.ARCHIVE_PREFIX}{target}/",
+            f"{refs.UNTIMED_PREFIX}{target}/"]
     for name, sha in repo.for_each_ref(project.root, *pats):
         parsed = refs.ExperimentRef.parse(name)
         if not parsed:
@@ -36,7 +37,7 @@ def scan(project: Project, target: str) -> dict[int, Experiment]:
             exp.branch = ref.branch
             exp.sha = exp.sha or sha
         else:
-            exp.state = "kept" if kind == "kept" else "archived"
+            exp.state = {"kept": "kept", "archive": "archived", "untimed": "held"}[kind]
             exp.sha = sha
     return found
 

@@ -24,9 +24,9 @@ from autogk_git.git.run import git
 class Row:
     target: str
     number: int
-    state: str            # kept | archived | open
+    state: str            # kept | archived | held (correct, untimed) | open
     commit: str
-    decision: str         # keep | revert | pending
+    decision: str         # keep | revert | untimed | pending
     hypothesis: str
     figures: str
     reason: str
@@ -37,6 +37,8 @@ class Row:
     timed: bool = False
     latency_us: float | None = None     # geometric mean of the candidate's latencies, when timed
     ratio: float | None = None          # candidate/parent geomean latency ratio, when timed
+    judged_all: bool = False            # checked (and timed, where timed) on every workload of the target
+    coverage: str = ""                  # "N of M workloads checked ..." from the verdict
     workload_latency: dict[str, float] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -93,7 +95,26 @@ def ratio_vs_parent(result: dict[str, Any]) -> float | None:
 # Every experiment
 # ------------------------------------------------------------------------------------------------
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
+
+
+def judged_all(res: dict[str, Any]) -> bool:
+    """Whether a result judged its kernel on every workload of the target (checked, and timed where timed).
+
+    Read from the verdict's coverage (loop/verdict.py); a result from before coverage was recorded
+    judged at most a subset, so it does not count."""
+    cov = (res.get("verdict") or {}).get("coverage") or {}
+    return bool(cov.get("complete")) and bool(res.get("correct"))
+
+
+def coverage_text(res: dict[str, Any]) -> str:
+    cov = (res.get("verdict") or {}).get("coverage") or {}
+    if not cov:
+        return "coverage not recorded (an older result)"
+    text = f"{cov.get('checked', 0)} of {cov.get('total', 0)} workloads checked"
+    if "timed" in cov:
+        text += f", {cov['timed']} timed"
+    return text
 
 
 def summarize(res: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +125,8 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
             "figures": v.get("figures", ""), "reason": v.get("reason", ""), "agent": res.get("agent", ""),
             "backend": res.get("backend", ""), "created": res.get("created") or "", "parent": res.get("parent") or "",
             "timed": bool(res.get("timing")), "latency_us": geomean(list(lat.values())),
-            "ratio": ratio_vs_parent(res), "lat": lat}
+            "ratio": ratio_vs_parent(res), "lat": lat, "judged_all": judged_all(res),
+            "coverage": coverage_text(res)}
 
 
 def _cache_path(root) -> Path:
@@ -176,14 +198,15 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
     with_results also returns {commit: full result note} (reads every note: for reports).
     """
     found: dict[tuple[str, int], dict[str, str]] = {}
-    for name, sha in repo.for_each_ref(root, refs.BRANCH_PREFIX, refs.KEPT_PREFIX, refs.ARCHIVE_PREFIX):
+    for name, sha in repo.for_each_ref(root, refs.BRANCH_PREFIX, refs.KEPT_PREFIX, refs.ARCHIVE_PREFIX,
+                                       refs.UNTIMED_PREFIX):
         parsed = refs.ExperimentRef.parse(name)
         if not parsed or (target and parsed[1].target != target):
             continue
         kind, ref = parsed
         rec = found.setdefault((ref.target, ref.number), {"state": "open", "commit": sha})
         if kind != "branch":
-            rec.update(state="kept" if kind == "kept" else "archived", commit=sha)
+            rec.update(state={"kept": "kept", "archive": "archived", "untimed": "held"}[kind], commit=sha)
     shas = [r["commit"] for r in found.values()]
     summ = notes_index(root)
     missing = [s for s in shas if s not in summ]
@@ -198,7 +221,7 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
         out.append(Row(t, n, rec["state"], c, sm.get("decision", "pending"), sm.get("hypothesis", ""),
                        sm.get("figures", ""), sm.get("reason", ""), sm.get("agent", ""), sm.get("backend", ""),
                        sm.get("created", ""), sm.get("parent", ""), bool(sm.get("timed")), sm.get("latency_us"),
-                       sm.get("ratio"), sm.get("lat") or {}))
+                       sm.get("ratio"), bool(sm.get("judged_all")), sm.get("coverage", ""), sm.get("lat") or {}))
     if with_results:
         texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
         results = {c: notes.parse_result(t, c) for c, t in texts.items()}
@@ -295,7 +318,10 @@ class Best:
 
 
 def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
-    """The best kept kernel of each target (see `Best.basis` for what "best" meant)."""
+    """The best kept kernel of each target (see `Best.basis` for what "best" meant).
+
+    Only kernels judged on every workload count: a keep decided on a subset (an older result, or
+    workloads the backend could not run) says nothing about the others."""
     items = rows(root, target)
     merged = trunk_merges(root, trunk)
     by_target: dict[str, list[Row]] = {}
@@ -307,7 +333,16 @@ def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
         if not on_trunk:
             out.append(Best(t, f"nothing kept on '{trunk}' yet: the trunk's kernel is the starting one", None, None))
             continue
-        timed = [r for r in on_trunk if r.timed and r.workload_latency]
+        judged = [r for r in on_trunk if r.judged_all]
+        if not judged:
+            out.append(Best(t, f"{len(on_trunk)} experiment(s) kept on '{trunk}', none judged on every workload "
+                               "(results from before whole-workload judging, or workloads the backend could not "
+                               "run): none can be called best; judge them again on a backend that runs every "
+                               "workload", None, None, len(on_trunk)))
+            continue
+        partial = len(on_trunk) - len(judged)
+        note = f"; {partial} other kept experiment(s) not judged on every workload are left out" if partial else ""
+        timed = [r for r in judged if r.timed and r.workload_latency]
         if timed:
             lats = {r.commit: r.workload_latency for r in timed}
             common = set.intersection(*(set(v) for v in lats.values()))
@@ -315,16 +350,19 @@ def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
                 score = {c: geomean([v[u] for u in common]) for c, v in lats.items()}
                 pick = min(timed, key=lambda r: (score[r.commit], -r.number))
                 basis = (f"lowest geometric-mean latency over the {len(common)} workload(s) every timed kept "
-                         f"experiment measured ({len(timed)} timed of {len(on_trunk)} kept on '{trunk}')")
+                         f"experiment measured ({len(timed)} timed of {len(on_trunk)} kept on '{trunk}'){note}")
             else:
                 pick = max(timed, key=lambda r: r.number)
                 basis = ("the kept experiments were timed on different workloads, so they are not comparable "
-                         f"directly: the latest timed one kept on '{trunk}'")
+                         f"directly: the latest timed one kept on '{trunk}'{note}")
             ratios = [r.ratio for r in on_trunk if r.ratio]
-            speed = 1.0 / math.prod(ratios) if ratios else None
+            # The product of the kept ratios is the speedup only when every keep on the trunk was timed on
+            # every workload: one judged on a subset breaks the chain.
+            speed = 1.0 / math.prod(ratios) if ratios and len(ratios) == len(on_trunk) and not partial else None
             out.append(Best(t, basis, pick, merged[pick.commit], len(on_trunk), lats[pick.commit], speed))
         else:
-            pick = max(on_trunk, key=lambda r: r.number)
+            pick = max(judged, key=lambda r: r.number)
             out.append(Best(t, f"untimed history: each keep was judged on correctness alone (no latency "
-                               f"measured), so the best is the latest kept experiment on '{trunk}'", pick, merged[pick.commit], len(on_trunk)))
+                               f"measured), so the best is the latest kept experiment on '{trunk}'{note}", pick,
+                            merged[pick.commit], len(on_trunk)))
     return out

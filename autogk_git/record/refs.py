@@ -3,11 +3,13 @@
     refs/heads/autogk/<target>/<NNNN>-<slug>   an experiment while it runs (branch)
     refs/autogk/kept/<target>/<NNNN>           a kept experiment's commit (also merged into trunk)
     refs/autogk/archive/<target>/<NNNN>        a reverted experiment's commit, kept with its notes
+    refs/autogk/untimed/<target>/<NNNN>        a correct experiment an untimed backend (CPU) could not
+                                               time: held, not merged, until a timed backend judges it
     refs/notes/autogk/results                  result notes (JSON after one human line)
     refs/notes/autogk/plans                    plan notes (markdown)
     refs/notes/autogk/bisect                   measurements made by `autogk bisect`, reused by the next
 
-An experiment number is reserved by its branch; it is used once it has a kept or archive ref.
+An experiment number is reserved by its branch; it is used once it has a kept, archive or untimed ref.
 """
 from __future__ import annotations
 
@@ -26,9 +28,10 @@ PUSH = ("HEAD", "refs/notes/autogk/*:refs/notes/autogk/*", "refs/autogk/*:refs/a
 BRANCH_PREFIX = "refs/heads/autogk/"
 KEPT_PREFIX = "refs/autogk/kept/"
 ARCHIVE_PREFIX = "refs/autogk/archive/"
+UNTIMED_PREFIX = "refs/autogk/untimed/"
 
 _BRANCH_RE = re.compile(r"^refs/heads/autogk/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})-(?P<slug>[a-z0-9-]*)$")
-_DONE_RE = re.compile(r"^refs/autogk/(?P<kind>kept|archive)/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})$")
+_DONE_RE = re.compile(r"^refs/autogk/(?P<kind>kept|archive|untimed)/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})$")
 
 
 def remote_notes_prefix(remote: str) -> str:
@@ -75,9 +78,13 @@ class ExperimentRef:
     def archive_ref(self) -> str:
         return f"{ARCHIVE_PREFIX}{self.target}/{self.number:04d}"
 
+    @property
+    def untimed_ref(self) -> str:
+        return f"{UNTIMED_PREFIX}{self.target}/{self.number:04d}"
+
     @classmethod
     def parse(cls, ref: str) -> tuple[str, "ExperimentRef"] | None:
-        """(kind, ref) for an autogk ref, kind in {'branch', 'kept', 'archive'}; None otherwise."""
+        """(kind, ref) for an autogk ref, kind in {'branch', 'kept', 'archive', 'untimed'}; None otherwise."""
         if not ref.startswith("refs/"):
             ref = "refs/heads/" + ref
         m = _BRANCH_RE.match(ref)
