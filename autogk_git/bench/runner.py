@@ -20,7 +20,8 @@ from autogk_git.errors import BenchError
 WORKER = Path(__file__).with_name("worker.py")
 # Shipped beside the worker: it imports them by these names wherever it runs (stdlib + torch + triton).
 HELPERS = {"autogk_stats.py": Path(__file__).with_name("stats.py"),
-           "autogk_timing.py": Path(__file__).with_name("timing.py")}
+           "autogk_timing.py": Path(__file__).with_name("timing.py"),
+           "autogk_rules.py": Path(__file__).with_name("rules.py")}
 
 
 def _read_progress(path: Path) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """The bench worker: runs ON the benchmark machine, in its own process, one job at a time.
 
 It imports only the standard library, torch and triton (safetensors when a workload needs a blob),
-so the same file runs on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
+and its helper modules shipped beside it (autogk_rules, autogk_stats, autogk_timing), so the same file runs on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
 Modal container. It is never edited by an agent.
 
     python worker.py JOB.json OUT_DIR [--only LABEL:UUID,...]
@@ -26,14 +26,17 @@ from pathlib import Path
 
 import torch
 
-# Tolerances by output dtype: |out - ref| <= atol + rtol * |ref|. One bf16 ulp is 2^-8 relative.
-TOLERANCES = {
-    "float32": (1e-4, 1e-4),
-    "float16": (2e-3, 2e-3),
-    "bfloat16": (1.6e-2, 1.6e-2),
-    "float8_e4m3fn": (1.25e-1, 1.25e-1),
-    "float8_e5m2": (2.5e-1, 2.5e-1),
-}
+
+def _sibling(name: str, package_name: str):
+    """A helper module shipped beside this file (autogk_<name>.py), else the package's own."""
+    try:
+        return importlib.import_module(f"autogk_{name}")
+    except ImportError:
+        return importlib.import_module(f"{package_name}.{name}")
+
+
+rules = _sibling("rules", "autogk_git.bench")  # how outputs are judged: exact, tolerance, top-k set
+TOLERANCES = rules.TOLERANCES
 
 DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -120,12 +123,13 @@ class Inputs:
         values = []
         for name, spec in self.definition["inputs"].items():
             wspec = workload.get("inputs", {}).get(name, {"type": "random"})
-            if name in provided:
-                v = provided[name]
-            elif wspec.get("type") == "scalar":
+            # The workload's own data (a literal, a blob) wins over the generator, which fills the rest.
+            if wspec.get("type") == "scalar":
                 v = wspec["value"]
             elif wspec.get("type") == "safetensors":
                 v = self._blob(wspec["path"], wspec["tensor_key"]).to(self.device)
+            elif name in provided:
+                v = provided[name]
             else:
                 shape = shape_of(spec, axes)
                 if shape is None:
@@ -179,35 +183,26 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, tolerances: dict) -> dict:
-    """Error statistics; raises KernelFailure when out is not ref within tolerance."""
-    if tuple(out.shape) != tuple(ref.shape):
-        raise KernelFailure("INCORRECT_SHAPE", f"output {name}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
-    if not out.dtype.is_floating_point:
-        mism = (out != ref.to(out.dtype)).sum().item()
-        if mism:
-            raise KernelFailure("INCORRECT_NUMERICAL", f"output {name}: {mism} of {out.numel()} elements differ")
-        return {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    o = out.detach().to(torch.float32)  # compared where it lives: a GPU compares 36 M elements in microseconds
-    r = ref.detach().to(o.device, torch.float32)
-    nan_out = torch.isnan(o) & ~torch.isnan(r)
-    if nan_out.any():
-        raise KernelFailure("INCORRECT_NUMERICAL",
-                            f"output {name}: {int(nan_out.sum())} of {o.numel()} elements NaN "
-                            "(not written, or computed as NaN)")
-    atol, rtol = tolerances.get(dtype_name, TOLERANCES.get(dtype_name, (1e-3, 1e-3)))
-    both = torch.isfinite(r)
-    diff = (o - r).abs()
-    diff = torch.where(both, diff, torch.where(o == r, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
-    rel = diff / r.abs().clamp_min(1e-12)
-    bad = diff > atol + rtol * r.abs().nan_to_num(0.0)
-    stats = {"max_abs_err": float(diff.max()) if diff.numel() else 0.0,
-             "max_rel_err": float(torch.where(both, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0}
-    if bad.any():
-        raise KernelFailure("INCORRECT_NUMERICAL",
-                            f"output {name}: {int(bad.sum())} of {o.numel()} elements outside atol={atol}, "
-                            f"rtol={rtol} (max abs err {stats['max_abs_err']:.3g})")
-    return stats
+def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, tolerances: dict,
+            inputs: list | None = None, axes: dict | None = None, definition: dict | None = None) -> dict:
+    """Error statistics by the output's rule (the target's COMPARE, else by dtype); raises KernelFailure."""
+    named = dict(zip(definition["inputs"], inputs)) if definition and inputs is not None else None
+    try:
+        return rules.judge(name, dtype_name, out, ref, TARGET_RULES.get(name), named, axes, TARGET, tolerances)
+    except rules.Mismatch as e:
+        raise KernelFailure(e.status, str(e)) from None
+    except rules.BadReference as e:
+        raise HarnessFailure(str(e)) from None
+
+
+# The target's inputs.py (generator and compare rules) and its declared rules; set once by main().
+TARGET = None
+TARGET_RULES: dict = {}
+
+
+def set_target(module) -> None:
+    global TARGET, TARGET_RULES
+    TARGET, TARGET_RULES = module, rules.declared(module)
 
 
 def sync(device: str) -> None:
@@ -235,7 +230,7 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
                                 "(destination-passing style)")
         outs = list(returned)
     check_inputs(definition, inputs, saved)
-    return check_outputs(definition, outs, ref_out, tolerances)
+    return check_outputs(definition, outs, ref_out, tolerances, inputs, axes)
 
 
 def poison(outs: list, poison_seed: int) -> None:
@@ -255,11 +250,12 @@ def check_inputs(definition: dict, inputs: list, saved: list) -> None:
             raise KernelFailure("INPUT_MODIFIED", f"input {name} was changed by the kernel")
 
 
-def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict) -> dict:
+def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict, inputs: list | None = None,
+                  axes: dict | None = None) -> dict:
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     for (name, spec), out, ref in zip(definition["outputs"].items(), outs, ref_out):
         ref = ref if isinstance(ref, torch.Tensor) else torch.tensor(ref)
-        s = compare(name, spec["dtype"], out, ref.to(out.device), tolerances)
+        s = compare(name, spec["dtype"], out, ref.to(out.device), tolerances, inputs, axes, definition)
         stats = {k: max(stats[k], s[k]) for k in stats}
     return stats
 
@@ -407,14 +403,6 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
 # Timing: stride (candidate vs reference) and ab (candidate vs parent, paired rounds, sequential)
 # ---------------------------------------------------------------------------------------------
 
-def _sibling(name: str, package_name: str):
-    """A helper module shipped beside this file (autogk_<name>.py), else the package's own."""
-    try:
-        return importlib.import_module(f"autogk_{name}")
-    except ImportError:
-        return importlib.import_module(f"{package_name}.{name}")
-
-
 class HostTimer:
     """The host clock around each call: for tests on CPU only. Recorded as method 'host'; the local
     backend never uses it."""
@@ -514,7 +502,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     for k in checked:
         try:
             check_inputs(definition, sets[k], saved[k])
-            check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances)
+            check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
     t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0], *outs[0]), int(settings.get("host_calls", 10)))
@@ -753,6 +741,7 @@ def main(argv: list[str]) -> int:
     if job.get("generator"):
         try:
             gen_module = import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py")
+            set_target(gen_module)
         except Exception as e:
             emit(event="fatal", message=f"the target's inputs.py failed to import: {short_tb(e)}")
             return 2

@@ -27,6 +27,16 @@ def examples() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "definition.json").is_file())
 
 
+def example_dir(name: str) -> Path:
+    return Path(str(resources.files("autogk_git.examples").joinpath(name)))
+
+
+def is_sampling(definition: dict[str, Any]) -> bool:
+    """A definition whose outputs are random draws (FlashInfer-Bench's sampling ops)."""
+    words = [definition.get("name", ""), definition.get("op_type", ""), *definition.get("tags", [])]
+    return any("sampling" in str(w).lower() for w in words)
+
+
 def starting_kernel(definition: dict[str, Any]) -> str:
     """A kernel that is correct from the first commit: it calls the reference and writes the outputs."""
     ref = re.sub(r"^def run\(", "def _reference(", definition["reference"], count=1, flags=re.MULTILINE)
@@ -79,8 +89,12 @@ def default_workloads(definition: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_workloads(path: Path, name: str) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """Workload lines (for this definition) and the safetensors blobs they reference."""
+def read_workloads(path: Path, name: str, blobs_dir: Path | None = None
+                   ) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
+    """Workload lines (for this definition) and the safetensors blobs they reference.
+
+    A blob's path is looked up under blobs_dir (the dataset's root, or the folder holding the
+    blobs themselves), then relative to the workloads file and each folder above it."""
     lines, blobs = [], []
     for i, obj in read_jsonl(path):
         if obj.get("definition") not in (None, name):
@@ -88,12 +102,17 @@ def read_workloads(path: Path, name: str) -> tuple[list[dict[str, Any]], list[tu
         wl = obj.get("workload", obj)
         for inp, spec in wl.get("inputs", {}).items():
             if spec.get("type") == "safetensors":
-                src = next((p / spec["path"] for p in (path.parent, *path.parents) if (p / spec["path"]).is_file()),
-                           None)
+                rel = Path(spec["path"])
+                tries = ([blobs_dir / rel, blobs_dir / rel.name] if blobs_dir else []) + \
+                    [p / rel for p in (path.parent, *path.parents)]
+                src = next((t for t in tries if t.is_file()), None)
                 if src is None:
-                    raise TargetError(f"{path}:{i}: input {inp} reads {spec['path']}, which was not found",
-                                      "put the blob where the path points, relative to the workloads file "
-                                      "or a folder above it")
+                    where = f"under --blobs {blobs_dir}" if blobs_dir else "beside the workloads file or above it"
+                    raise TargetError(f"{path}:{i}: input {inp} reads the blob {spec['path']}, which was not found "
+                                      f"{where}",
+                                      "FlashInfer-Bench's flashinfer-trace dataset keeps blobs under "
+                                      "blob/workloads/<op_type>/<definition>/<definition>_<uuid>.safetensors: pass "
+                                      "the dataset's root as --blobs DIR")
                 blobs.append((src, spec["path"]))
                 spec["path"] = f"blobs/{Path(spec['path']).name}"
         lines.append(obj if "workload" in obj else {"definition": name, "workload": wl})
@@ -110,7 +129,7 @@ def fib_validate(definition: dict[str, Any], workloads: list[dict[str, Any]]) ->
 
 
 def do_init(path: Path, definition_file: Path | None, workloads_file: Path | None, example: str | None,
-            trunk: str | None, name: str | None, check: bool, say) -> dict[str, Any]:
+            trunk: str | None, name: str | None, check: bool, say, blobs_dir: Path | None = None) -> dict[str, Any]:
     if bool(definition_file) == bool(example):
         raise AutogkError("give exactly one of --definition FILE or --example NAME",
                           f"bundled examples: {', '.join(examples())}")
@@ -119,7 +138,7 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     if example:
         if example not in examples():
             raise AutogkError(f"no bundled example '{example}'", f"bundled examples: {', '.join(examples())}")
-        src_dir = Path(str(resources.files("autogk_git.examples").joinpath(example)))
+        src_dir = example_dir(example)
         definition_file = src_dir / "definition.json"
         workloads_file = workloads_file or src_dir / "workloads.jsonl"
     try:
@@ -129,6 +148,17 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     except json.JSONDecodeError as e:
         raise AutogkError(f"{definition_file} is not valid JSON: {e}", "pass a FlashInfer-Bench definition") from None
     check_definition(definition, str(definition_file))
+    if is_sampling(definition):
+        raise AutogkError(f"{definition['name']} is a sampling definition: its outputs are random draws, which autogk "
+                          "cannot judge (a reference run twice disagrees with itself)",
+                          "sampling is out of scope; pick a deterministic definition")
+    if src_dir is None and definition["name"] in examples():
+        # A definition autogk bundles: its generator (valid indices, packed caches), compare rules,
+        # workloads and Triton starting kernel come with it, so no user code is needed.
+        src_dir = example_dir(definition["name"])
+        say(f"{definition['name']} is a bundled target: using its input generator, compare rules, starting kernel"
+            + ("" if workloads_file else " and workloads"))
+        workloads_file = workloads_file or src_dir / "workloads.jsonl"
     tname = name or definition["name"]
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tname):
         raise AutogkError(f"target name '{tname}' has characters git refs cannot carry", "pass --name NAME")
@@ -143,7 +173,7 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     target = Target(tname, top / targets / tname, targets_dir=targets)
     tdir = target.dir
     if workloads_file:
-        wl_lines, blobs = read_workloads(workloads_file, definition["name"])
+        wl_lines, blobs = read_workloads(workloads_file, definition["name"], blobs_dir)
     else:
         wl_lines = [{"definition": definition["name"], "solution": None, "workload": w, "evaluation": None}
                     for w in default_workloads(definition)]
@@ -157,6 +187,8 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         "program.md": (src_dir / "program.md").read_text() if src_dir and (src_dir / "program.md").exists()
         else program_md(definition),
     }
+    if src_dir and (src_dir / "inputs.py").exists():
+        files["inputs.py"] = (src_dir / "inputs.py").read_text()
     clash = [str(tdir / f) for f in files if (tdir / f).exists()]
     if clash:
         raise AutogkError(f"refusing to overwrite existing files: {', '.join(clash)}",
@@ -219,15 +251,17 @@ def _identity(root: Path) -> dict[str, str]:
               help="a FlashInfer-Bench definition JSON file")
 @click.option("--workloads", "workloads_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="FlashInfer-Bench workload lines (JSONL) for that definition")
+@click.option("--blobs", "blobs_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="where the workloads' safetensors blobs live (a flashinfer-trace dataset's root)")
 @click.option("--example", help="a bundled example target, e.g. rmsnorm_h4096")
 @click.option("--trunk", help="trunk branch for a new project (default: the current branch)")
 @click.option("--name", help="target name (default: the definition's name)")
 @click.option("--check/--no-check", default=True, show_default=True,
               help="check the starting kernel's correctness after committing")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON summary")
-def init(path, definition_file, workloads_file, example, trunk, name, check, as_json) -> int:
+def init(path, definition_file, workloads_file, blobs_dir, example, trunk, name, check, as_json) -> int:
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    info = do_init(path or Path.cwd(), definition_file, workloads_file, example, trunk, name, check, say)
+    info = do_init(path or Path.cwd(), definition_file, workloads_file, example, trunk, name, check, say, blobs_dir)
     if as_json:
         click.echo(json.dumps(info, indent=1))
     return 0

@@ -1,0 +1,130 @@
+"""Valid inputs and the top-k judging rule for the DSA indexer (DeepSeek-V3.2, FP8, page size 64).
+
+generate(axes, definition, seed, device) makes one input set: FP8 queries quantized per (token,
+head), the FP8 key cache with one float32 scale per token packed in the definition's byte layout
+(per page: 64 x 128 FP8 bytes, then 64 float32 scales), head weights folded as the serving engine
+folds them, sequence lengths, and block tables that scatter each sequence's pages over the pool.
+The layout depends on the axes alone (every trial does the same work); values and the page
+scatter depend on the seed too.
+
+Layout rule (batch_size B, max_num_pages M, pool of num_pages P pages):
+- decode, when B <= 256 and B <= P: B sequences, one row each, of uneven fixed lengths, the
+  longest filling M pages, all drawn from the pool without repeats;
+- prefill otherwise: one sequence of M pages (64 M tokens), the B rows are its last B tokens, row b
+  seeing the first 64 M - B + b + 1 tokens (at least one).
+Axes serving cannot produce (M > P, more rows than tokens) still get valid data.
+Block table entries past a row's pages are 0 (a real page: using them is caught as unreachable).
+
+`topk_indices` is judged as a top-k set by score (see autogk_git/bench/rules.py, topk_set):
+row_scores gives every token id's score for a row, -inf where the row cannot reach the id.
+"""
+from __future__ import annotations
+
+import random
+
+import torch
+
+PAGE = 64
+TOPK = 2048
+HEADS, DIM = 64, 128
+FP8_MAX = 448.0
+DECODE_MAX_ROWS = 256
+
+COMPARE = {"topk_indices": {"rule": "topk_set", "scores": "row_scores"}}
+
+
+def layout(batch: int, max_pages: int, num_pages: int) -> tuple[list[int], list[int], list[int]]:
+    """(pages per sequence, sequence of each row, sequence length seen by each row)."""
+    b, m, p = int(batch), int(max_pages), int(num_pages)
+    if b <= 0:
+        return [], [], []
+    m = min(m, p)  # a sequence cannot hold more pages than the pool has (such axes still get valid data)
+    if b <= DECODE_MAX_ROWS and b <= p:
+        rng = random.Random(f"dsa-indexer-decode:{b}:{m}:{p}")
+        pages = [m] + [min(m, max(1, round(m * rng.uniform(0.05, 1.0)))) for _ in range(b - 1)]
+        while sum(pages) > p:  # the pool is too small for these lengths: shorten the longest
+            pages[pages.index(max(pages))] -= 1
+        return pages, list(range(b)), [max(0, n * PAGE - rng.randrange(PAGE)) for n in pages]
+    # More rows than tokens cannot happen in serving; the first rows then see one token (none if p is 0).
+    return [m], [0] * b, [min(PAGE * m, max(1, PAGE * m - b + i + 1)) for i in range(b)]
+
+
+def pack_k_cache(k_fp8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """[P, 64, 128] FP8 values and [P, 64] float32 scales -> [P, 64, 1, 132] int8 in the definition's layout."""
+    p = k_fp8.shape[0]
+    values = k_fp8.contiguous().view(torch.uint8).reshape(p, PAGE * DIM)
+    scale_bytes = scales.to(torch.float32).contiguous().view(torch.uint8).reshape(p, PAGE * 4)
+    return torch.cat([values, scale_bytes], dim=1).view(torch.int8).reshape(p, PAGE, 1, DIM + 4)
+
+
+def unpack_k_cache(cache: torch.Tensor) -> torch.Tensor:
+    """The packed cache as [P * 64, 128] float32 keys (FP8 value times its token's scale)."""
+    p = cache.shape[0]
+    flat = cache.reshape(p, PAGE * (DIM + 4)).view(torch.uint8)
+    values = flat[:, :PAGE * DIM].contiguous().view(torch.float8_e4m3fn).to(torch.float32).reshape(p, PAGE, DIM)
+    scales = flat[:, PAGE * DIM:].contiguous().view(torch.float32).reshape(p, PAGE, 1)
+    return (values * scales).reshape(p * PAGE, DIM)
+
+
+def tables(batch: int, max_pages: int, num_pages: int, gen: torch.Generator, device: str
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(seq_lens [B] int32, block_table [B, M] int32): each sequence's pages drawn from the pool without
+    repeats, sequences disjoint, rows of one prefill sequence sharing its pages; 0 past a row's pages."""
+    b, m, p = int(batch), int(max_pages), int(num_pages)
+    pages, seq_of, seq_lens = layout(b, m, p)
+    table = torch.zeros((b, m), dtype=torch.int32, device=device)
+    if b:
+        perm = torch.randperm(p, generator=gen, device=device).to(torch.int32)
+        per_seq = torch.zeros((len(pages), m), dtype=torch.int32, device=device)
+        start = 0
+        for s, n in enumerate(pages):
+            per_seq[s, :n] = perm[start:start + n]
+            start += n
+        table = per_seq[torch.tensor(seq_of, dtype=torch.int64, device=device)].contiguous()
+    return torch.tensor(seq_lens, dtype=torch.int32, device=device).reshape(b), table
+
+
+def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
+    b, m, p = int(axes["batch_size"]), int(axes["max_num_pages"]), int(axes["num_pages"])
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+
+    def normal(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+
+    # Keys: unit-variance vectors with a per-token magnitude, quantized per token to the full FP8 range.
+    k = normal(p, PAGE, DIM) * torch.exp(0.3 * normal(p, PAGE, 1))
+    k_scale = k.abs().amax(dim=-1).clamp_min(1e-6) / FP8_MAX
+    k_fp8 = (k / k_scale[..., None]).to(torch.float8_e4m3fn)
+    # Queries: quantized per (token, head); the quantization scale is folded into the weights, with
+    # the head count and softmax scale factors, as the serving engine does.
+    q = normal(b, HEADS, DIM)
+    q_scale = q.abs().amax(dim=-1).clamp_min(1e-6) / FP8_MAX
+    q_fp8 = (q / q_scale[..., None]).to(torch.float8_e4m3fn)
+    weights = normal(b, HEADS) * HEADS ** -0.5 * q_scale * DIM ** -0.5
+    seq_lens, table = tables(b, m, p, gen, device)
+    return {"q_index_fp8": q_fp8, "k_index_cache_fp8": pack_k_cache(k_fp8, k_scale), "weights": weights,
+            "seq_lens": seq_lens, "block_table": table}
+
+
+def row_scores(inputs: dict, axes: dict, rows: range) -> torch.Tensor:
+    """[len(rows), num_pages * 64] float32: each token id's score for each row, -inf where unreachable."""
+    cache, q = inputs["k_index_cache_fp8"], inputs["q_index_fp8"]
+    keys = unpack_k_cache(cache)  # [ids, 128]
+    n_ids = keys.shape[0]
+    sl = slice(rows.start, rows.stop)
+    qf = q[sl].to(torch.float32)  # [R, 64, 128]
+    w = inputs["weights"][sl].to(torch.float32)
+    scores = torch.zeros((qf.shape[0], n_ids), dtype=torch.float32, device=keys.device)
+    for h in range(qf.shape[1]):
+        scores += torch.relu(qf[:, h] @ keys.T) * w[:, h:h + 1]
+    seq_lens = inputs["seq_lens"][sl].to(torch.int64)
+    table = inputs["block_table"][sl].to(torch.int64)
+    width = int(seq_lens.max()) if seq_lens.numel() else 0
+    reach = torch.zeros_like(scores, dtype=torch.bool)
+    if width:
+        pos = torch.arange(width, device=keys.device)
+        row, col = (pos[None, :] < seq_lens[:, None]).nonzero(as_tuple=True)
+        ids = table[row, col // PAGE] * PAGE + col % PAGE
+        ok = (ids >= 0) & (ids < n_ids)
+        reach[row[ok], ids[ok]] = True
+    return torch.where(reach, scores, torch.full_like(scores, float("-inf")))

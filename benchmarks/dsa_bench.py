@@ -1,0 +1,355 @@
+"""DSA on a CUDA GPU: the bundled starting kernels against the definitions' references, per workload.
+
+For both bundled DSA targets (sparse attention, top-k indexer) and every workload in their
+workloads.jsonl: make inputs with the target's generator on the GPU, check the kernel against the
+reference with the target's own compare rules (autogk_git/bench/rules.py: tolerance for attention,
+top-k set by score for the indexer) on two input sets, then time
+- the kernel's device time: CUDA-graph replay of one call, 256 MB L2 flush before each replay
+  (outside the graph), CUDA events around the replay, median;
+- the kernel and the reference called from Python with events around the call after the same flush
+  (host-inclusive: the reference loops in Python and synchronizes, so a graph cannot hold it), median.
+The floor is max(bytes that must move / measured copy bandwidth, FLOPs / measured matmul rate):
+attention moves every distinct selected cache row once, the indexer every page its rows reach.
+
+    python benchmarks/dsa_bench.py [--targets sa,ix] [--reps 50] [--out FILE.json] [--worker]
+
+--worker also runs autogk's own bench worker (correctness, every workload) on the same targets.
+Needs torch, triton and a CUDA GPU; nothing else (not the autogk CLI, not git).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from autogk_git.bench import rules  # noqa: E402
+
+EXAMPLES = ROOT / "autogk_git" / "examples"
+TARGETS = {"sa": "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
+           "ix": "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"}
+
+
+def load_module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def reference_fn(definition: dict):
+    ns: dict = {}
+    exec(compile(definition["reference"], "<reference>", "exec"), ns)
+    return ns["run"]
+
+
+def resolve_axes(definition: dict, wl: dict) -> dict:
+    axes = {n: a["value"] for n, a in definition["axes"].items() if a.get("type") == "const"}
+    axes.update(wl["axes"])
+    return axes
+
+
+def alloc_outputs(definition: dict, axes: dict) -> list[torch.Tensor]:
+    dt = {"bfloat16": torch.bfloat16, "float32": torch.float32, "int32": torch.int32}
+    return [torch.empty([axes[d] for d in s["shape"]], dtype=dt[s["dtype"]], device="cuda")
+            for s in definition["outputs"].values()]
+
+
+class Flush:
+    """Reads 256 MB (5x the L2): the timed call then starts with a cold L2 holding clean lines only.
+    (Writing the buffer instead leaves up to 50 MB of dirty lines whose write-back the timed call pays.)"""
+
+    method = "read 256 MB (torch.sum) before each timed call"
+
+    def __init__(self, nbytes: int = 256 << 20) -> None:
+        self.buf = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
+        self.acc = torch.empty((), dtype=torch.float32, device="cuda")
+
+    def __call__(self) -> None:
+        torch.sum(self.buf, dim=0, out=self.acc)
+
+
+def events_median(fn, flush: Flush, reps: int) -> float:
+    """Median microseconds of fn() with events around it, each after an L2 flush."""
+    times = []
+    for _ in range(reps):
+        flush()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(times)
+
+
+def graph_median(fn, flush: Flush, reps: int) -> float:
+    """Median microseconds of a CUDA-graph replay of fn(), each replay after an L2 flush."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush()
+        starts[i].record()
+        g.replay()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in zip(starts, ends))
+
+
+def ceilings() -> dict:
+    """Copy bandwidth (1 GiB device-to-device) and dense bf16 / fp8 matmul rates, measured here."""
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    for _ in range(3):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    ts = []
+    for _ in range(10):
+        ev[0].record()
+        b.copy_(a)
+        ev[1].record()
+        ev[1].synchronize()
+        ts.append(ev[0].elapsed_time(ev[1]) / 1e3)
+    bw = 2 * n / statistics.median(ts)
+    del a, b
+    m = 8192
+    x = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        x @ y
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(10):
+        ev[0].record()
+        x @ y
+        ev[1].record()
+        ev[1].synchronize()
+        ts.append(ev[0].elapsed_time(ev[1]) / 1e3)
+    bf16 = 2 * m ** 3 / statistics.median(ts)
+    fp8 = None
+    try:
+        xf, yf = x.to(torch.float8_e4m3fn), y.to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device="cuda")
+        for _ in range(3):
+            torch._scaled_mm(xf, yf, one, one, out_dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(10):
+            ev[0].record()
+            torch._scaled_mm(xf, yf, one, one, out_dtype=torch.bfloat16)
+            ev[1].record()
+            ev[1].synchronize()
+            ts.append(ev[0].elapsed_time(ev[1]) / 1e3)
+        fp8 = 2 * m ** 3 / statistics.median(ts)
+    except Exception as e:  # noqa: BLE001 - an older torch: no fp8 ceiling, say so
+        print(f"fp8 matmul rate not measured: {e}", flush=True)
+    return {"copy_bytes_per_s": bw, "bf16_flops": bf16, "fp8_flops": fp8}
+
+
+def floor_us(key: str, inputs: dict, out: list, ceil: dict) -> tuple[float, int, float]:
+    """(floor in us, bytes, flops) for one input set."""
+    if key == "sa":
+        idx = inputs["sparse_indices"]
+        valid = idx[idx >= 0]
+        rows = torch.unique(valid).numel()
+        t = idx.shape[0]
+        nbytes = rows * (512 + 64) * 2 + t * 16 * 576 * 2 + idx.numel() * 4 + t * 16 * (512 * 2 + 4)
+        flops = valid.numel() * 16 * 2 * (576 + 512)
+        rate = ceil["bf16_flops"]
+    else:
+        sl = inputs["seq_lens"].to(torch.int64)
+        table = inputs["block_table"].to(torch.int64)
+        pages_per_row = (sl + 63) // 64
+        cols = torch.arange(table.shape[1], device=table.device)
+        pages = torch.unique(table[cols[None, :] < pages_per_row[:, None]]).numel()
+        b = sl.numel()
+        nbytes = pages * 64 * 132 + b * (64 * 128 + 64 * 4 + 4 + table.shape[1] * 4 + 2048 * 4)
+        flops = int(sl.sum()) * 64 * 128 * 2
+        rate = ceil["fp8_flops"] or ceil["bf16_flops"]
+    t_us = max(nbytes / ceil["copy_bytes_per_s"], flops / rate) * 1e6
+    return t_us, nbytes, flops
+
+
+def bench_target(key: str, reps: int, ceil: dict, flush: Flush, overrides: dict, only: set | None,
+                 with_reference: bool = True) -> list[dict]:
+    d = EXAMPLES / TARGETS[key]
+    definition = json.loads((d / "definition.json").read_text())
+    gen = load_module(f"gen_{key}", d / "inputs.py")
+    ker = load_module(f"kernel_{key}", d / "kernel.py")
+    for name, value in overrides.items():  # tunables set from the command line: NAME=python literal
+        setattr(ker, name, value)
+    ref = reference_fn(definition)
+    declared = rules.declared(gen)
+    wls = [json.loads(line)["workload"] for line in (d / "workloads.jsonl").read_text().splitlines() if line.strip()]
+    rows = []
+    for i, wl in enumerate(wls):
+        if only is not None and i not in only:
+            continue
+        axes = resolve_axes(definition, wl)
+        rec = {"target": key, "axes": wl["axes"], "tunables": overrides}
+        t0 = time.perf_counter()
+        try:
+            for seed in (1, 2):
+                inp = gen.generate(dict(axes), definition, seed, "cuda")
+                args = [inp[n] for n in definition["inputs"]]
+                with torch.no_grad():
+                    want = ref(*args)
+                outs = alloc_outputs(definition, axes)
+                for o in outs:
+                    o.fill_(float("nan") if o.dtype.is_floating_point else -7)
+                ker.run(*args, *outs)
+                torch.cuda.synchronize()
+                for (name, spec), o, r in zip(definition["outputs"].items(), outs, want):
+                    s = rules.judge(name, spec["dtype"], o, r, declared.get(name), inp, axes, gen)
+                    rec[f"max_abs_err_{name}"] = max(rec.get(f"max_abs_err_{name}", 0.0), s["max_abs_err"])
+            rec["correct"] = True
+        except Exception as e:  # noqa: BLE001 - a wrong, failing or uncompilable kernel: record it, go on
+            rec.update(correct=False, error=f"{type(e).__name__}: {str(e)[:300]}")
+            print(json.dumps(rec), flush=True)
+            rows.append(rec)
+            continue
+        rec["check_s"] = round(time.perf_counter() - t0, 2)
+        fl, nbytes, flops = floor_us(key, inp, outs, ceil)
+        rec.update(floor_us=fl, floor_bytes=nbytes, flops=flops)
+        rec["kernel_graph_us"] = graph_median(lambda: ker.run(*args, *outs), flush, reps)
+        rec["kernel_events_us"] = events_median(lambda: ker.run(*args, *outs), flush, max(5, reps // 5))
+        if not with_reference:
+            print(json.dumps(rec), flush=True)
+            rows.append(rec)
+            continue
+        t1 = time.perf_counter()
+        with torch.no_grad():
+            ref(*args)
+        torch.cuda.synchronize()
+        one = time.perf_counter() - t1
+        ref_reps = 3 if one > 0.2 else 10
+        with torch.no_grad():
+            rec["reference_events_us"] = events_median(lambda: ref(*args), flush, ref_reps)
+        rec["reference_reps"] = ref_reps
+        rec["speedup_graph"] = rec["reference_events_us"] / rec["kernel_graph_us"]
+        rec["pct_of_floor"] = 100 * fl / rec["kernel_graph_us"]
+        print(json.dumps(rec), flush=True)
+        rows.append(rec)
+        del inp, args, outs, want
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run_worker(keys: list[str]) -> dict:
+    """autogk's own worker (correctness stage, two input sets) on every workload of each target."""
+    import os
+
+    from autogk_git.bench import runner
+    from autogk_git.bench.job import make_job
+    from autogk_git.project import Target
+    out = {}
+    for key in keys:
+        t = Target(TARGETS[key], EXAMPLES / TARGETS[key])
+        job = make_job(t, "full", {"candidate": {"kernel.py": t.kernel_source()}}, t.workloads,
+                       {"device": "cuda", "trials": 2}, seed=5)
+        t0 = time.perf_counter()
+        res = runner.run_worker(job, dict(os.environ), 900)
+        statuses = {u: r["status"] for u, r in res["labels"]["candidate"].items()}
+        bad = {u: r.get("message", "")[:200] for u, r in res["labels"]["candidate"].items() if r["status"] != "PASSED"}
+        out[key] = {"passed": sum(s == "PASSED" for s in statuses.values()), "of": len(statuses), "failures": bad,
+                    "seconds": round(time.perf_counter() - t0, 1)}
+        print(json.dumps({"worker": key, **out[key]}), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", default="sa,ix")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY.NAME=VALUE",
+                    help="override a kernel tunable, e.g. ix.FP8_DOT=False")
+    ap.add_argument("--only", help="workload numbers (0-based, in file order), e.g. 3,4")
+    ap.add_argument("--sweep", action="append", default=[], metavar="KEY:WORKLOADS:NAME=V,NAME=V",
+                    help="before the run, time variants of a target's tunables on a few workloads (no reference) "
+                         "and run with the fastest (geometric mean), e.g. sa:4,7:BLOCK_N=32 (repeatable; the "
+                         "defaults are always a variant)")
+    ap.add_argument("--no-ceilings", action="store_true", help="use device.md's H200 figures instead")
+    args = ap.parse_args()
+    import ast
+    overrides: dict = {k: {} for k in TARGETS}
+    for item in args.set:
+        lhs, value = item.split("=", 1)
+        key, name = lhs.split(".", 1)
+        overrides[key][name] = ast.literal_eval(value)
+    only = {int(x) for x in args.only.split(",")} if args.only else None
+    import triton
+    p = torch.cuda.get_device_properties(0)
+    env = {"gpu": p.name, "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
+           "python": platform.python_version(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    print(json.dumps(env), flush=True)
+    # 2026-11-30 on the H200 (../shared/device.md): 1 GiB copy, bf16 and fp8 matmul
+    ceil = ({"copy_bytes_per_s": 4.245e12, "bf16_flops": 791e12, "fp8_flops": 1455e12} if args.no_ceilings
+            else ceilings())
+    print(json.dumps(ceil), flush=True)
+    flush = Flush()
+    keys = args.targets.split(",")
+    sweep = {}
+    for item in args.sweep:
+        key, wls, assigns = item.split(":", 2)
+        variant = {n: ast.literal_eval(v) for n, v in (a.split("=", 1) for a in assigns.split(","))}
+        sweep.setdefault(key, (wls, []))[1].append(variant)
+    chosen = {}
+    for key, (wls, variants) in sweep.items():
+        subset = {int(x) for x in wls.split(",")}
+        scored = []
+        for variant in [{}] + variants:
+            rs = bench_target(key, max(10, args.reps // 2), ceil, flush, {**overrides[key], **variant}, subset,
+                              with_reference=False)
+            if all(r["correct"] for r in rs):
+                scored.append((math.exp(statistics.fmean(math.log(r["kernel_graph_us"]) for r in rs)), variant))
+            print(json.dumps({"sweep": key, "variant": variant, "geomean_us": scored[-1][0] if scored and
+                              scored[-1][1] is variant else None}), flush=True)
+        best = min(scored, key=lambda x: x[0])
+        if scored and scored[0][1] == {} and best[0] > 0.97 * scored[0][0]:
+            best = scored[0]  # within 3 % of the defaults: noise, keep the defaults
+        chosen[key] = best[1]
+        overrides[key].update(best[1])
+        print(json.dumps({"sweep": key, "chosen": best[1], "geomean_us": best[0]}), flush=True)
+    rows = [r for k in keys for r in bench_target(k, args.reps, ceil, flush, overrides[k], only)]
+    summary = {}
+    for k in keys:
+        rs = [r for r in rows if r["target"] == k]
+        if not all(r["correct"] for r in rs):
+            summary[k] = {"all_correct": False}
+            continue
+        summary[k] = {"all_correct": True, "workloads": len(rs),
+                      "mean_speedup_graph": statistics.fmean(r["speedup_graph"] for r in rs),
+                      "geomean_speedup_graph": math.exp(statistics.fmean(math.log(r["speedup_graph"]) for r in rs))}
+    print(json.dumps(summary), flush=True)
+    worker = run_worker(keys) if args.worker else None
+    if args.out:
+        args.out.write_text(json.dumps({"env": env, "ceilings": ceil, "flush": Flush.method, "rows": rows,
+                                        "summary": summary, "sweep_chosen": chosen, "worker": worker}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
