@@ -69,10 +69,29 @@ HELP = {
 }
 
 
+def quiet_libraries(verbose: int) -> None:
+    """MLflow's own INFO lines (database creation, migrations) are noise in autogk's output; -v shows them.
+
+    Set through the environment before any command imports mlflow, so hooks and worker processes
+    started from here inherit it; a value the user exported already wins.
+    """
+    import logging
+    level = "INFO" if verbose else "WARNING"
+    if verbose:
+        os.environ["MLFLOW_LOGGING_LEVEL"] = "DEBUG" if verbose > 1 else "INFO"
+    else:
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    for name in ("mlflow", "alembic", "sqlalchemy", "httpx", "urllib3"):
+        logging.getLogger(name).setLevel(level if name in ("mlflow", "alembic") or verbose > 1 else "WARNING")
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autogk")
-def cli() -> None:
+@click.option("-v", "--verbose", count=True,
+              help="show the libraries' own log lines (MLflow's); -vv: debug (also AUTOGK_VERBOSE=1)")
+def cli(verbose: int) -> None:
     """autogk: a git repository as an autonomous, statistically honest Triton kernel optimizer."""
+    quiet_libraries(verbose or int(os.environ.get("AUTOGK_VERBOSE", "0") or 0))
 
 
 def main() -> None:
