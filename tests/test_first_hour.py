@@ -59,7 +59,8 @@ def test_mlflow_log_lines_only_with_v(iterated, tmp_path):
     out = autogk(iterated, "report")
     assert "INFO mlflow" not in out.stderr + out.stdout, out.stderr
     assert "logged to MLflow" in out.stdout
-    other = copy_project(iterated, tmp_path / "other")
+    (tmp_path / "other").mkdir()
+    other = copy_project(iterated, tmp_path / "other" / "proj")
     out = autogk(other, "-v", "report")
     assert "INFO mlflow" in out.stderr
 
