@@ -108,6 +108,8 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
                                "workloads_never_checked": len(never)}
     if best is not None:
         summary["best_experiment"] = best.number
+    # Which experiments carry their change as a label on the figure (all of them up to 30).
+    summary["labelled"] = {str(r.number): change_label(r) for r in items if not many or r.decision == "keep"}
     star = [Line2D([], [], marker="*", color="gold", markeredgecolor="k", linestyle="", markersize=12,
                    label=f"best: #{best.number} {change_label(best)}")] if best else []
     rows_needed = len(order) + len(never)
