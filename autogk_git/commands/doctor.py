@@ -74,8 +74,9 @@ def checks() -> dict[str, Any]:
         project = None
         out["project"] = None
         out["project_error"] = e.message
-        out["problems"].append(f"not an autogk project: {e.message}; to make one: autogk init --example "
-                               "rmsnorm_h4096 (a bundled target) or autogk init --definition FILE --workloads FILE")
+        out["problems"].append(f"not an autogk project: no .autogk.toml in {Path.cwd()} or a folder above it; "
+                               "to make one: autogk init --definition FILE --workloads FILE [--kernel FILE], "
+                               "or autogk init --example rmsnorm_h4096 (a bundled target)")
     if project is not None:
         try:
             from autogk_git.git import hooks as hooks_mod
