@@ -54,6 +54,17 @@ def best_so_far(items: list[ledger.Row]) -> list[tuple[int, float]]:
     return out
 
 
+def start_latency(items: list[ledger.Row], results: dict[str, dict]) -> float | None:
+    """Geomean latency of the first experiment's parent, on the workloads the experiment timed."""
+    first = next((r for r in items if r.latency_us is not None), None)
+    res = results.get(first.commit) if first else None
+    if not res:
+        return None
+    cand, parent = ledger.latencies(res), ledger.latencies(res, "parent")
+    common = [u for u in cand if u in parent]
+    return ledger.geomean([parent[u] for u in common]) if common and len(common) == len(cand) else None
+
+
 COLORS = {"keep": "tab:green", "revert": "tab:red", "pending": "0.6"}
 NAMES = {"keep": "kept", "revert": "reverted", "pending": "pending / other"}
 
@@ -116,6 +127,11 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 8.5 + 0.12 * max(0, rows_needed - 12)),
                                   gridspec_kw={"height_ratios": [3, 2]})
     if timed:
+        start = start_latency(items, results)
+        if start is not None:  # the trunk's kernel before the first experiment: where the objective began
+            ax.scatter([0], [start], color="k", marker="D", zorder=3)
+            ax.annotate("start", (0, start), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            summary["start_latency_us"] = start
         for r in items:
             if r.latency_us is None:
                 continue
@@ -125,6 +141,8 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
                 ax.annotate(change_label(r, 24), (r.number, r.latency_us), textcoords="offset points",
                             xytext=(4, 4), fontsize=6.5, rotation=25, color="0.25")
         bsf = best_so_far(items)
+        if start is not None:
+            bsf = [(0, start)] + [(n, min(v, start)) for n, v in bsf]
         extra = []
         if bsf:
             ax.step(*zip(*bsf), where="post", color="tab:blue")
@@ -133,13 +151,23 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
             first = next((r.latency_us for r in items if r.latency_us is not None), None)
             if first:
                 summary["best_vs_first"] = bsf[-1][1] / first
+            if start:
+                summary["best_vs_start"] = bsf[-1][1] / start
         if best is not None and best.latency_us is not None:
             ax.scatter([best.number], [best.latency_us], marker="*", s=260, color="gold", edgecolor="k", zorder=4)
+        ax.margins(x=0.06, y=0.18)
+        timed_wl = len({u for c in table.values() for u, w in c.items() if w.get("latency_us")})
+        ax.set_title(f"autogk {target}: the objective over {len(items)} experiment(s)\n"
+                     f"geomean latency over the {timed_wl} timed workload(s); {len(order)} of "
+                     f"{len(order) + len(never)} workload(s) ran in some experiment", fontsize=10)
         ax.set_ylabel("geomean latency (us), lower is better")
-        ax.set_title(f"autogk {target}: the objective over {len(items)} experiment(s)")
         _legend(ax, present, extra + star)
+        first = next((r for r in items if r.latency_us is not None), None)
+        parent0 = ledger.latencies(results.get(first.commit) or {}, "parent") if first and start is not None else {}
         for u in order:
             pts = [(n, c[u]["latency_us"]) for n, c in sorted(table.items()) if c.get(u, {}).get("latency_us")]
+            if pts and u in parent0:
+                pts = [(0, parent0[u])] + pts
             if pts:
                 ax2.plot(*zip(*pts), marker=".", label=label[u])
         ax2.set_ylabel("latency per workload (us)")
@@ -182,9 +210,11 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
         ax2.set_ylabel("workload status\n(green pass, red wrong,\nblack error, white unchecked)", fontsize=8)
         summary["passed_last"] = passed[-1] if passed else 0
     for a in (ax, ax2):
-        a.set_xlabel("experiment")
+        a.set_xlabel("experiment" + (" (0: the trunk's kernel before the first)" if timed and a is ax2 else ""))
         if a is ax2 or timed or many:
             a.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if timed:
+        ax2.set_xlim(ax.get_xlim())
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
