@@ -11,9 +11,10 @@ from review_support import copy_project, iterated_template
 SCALE = DATA / "scale"
 
 
-def _init(tmp_path, *extra: str, check: bool = True):
+def _init(tmp_path, *extra: str, check: bool = True, env: dict | None = None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     return autogk(tmp_path, "init", "proj", "--definition", str(SCALE / "definition.json"),
-                  "--workloads", str(SCALE / "workloads.jsonl"), *extra, check=check)
+                  "--workloads", str(SCALE / "workloads.jsonl"), *extra, check=check, env=env)
 
 
 def test_init_without_tunables_names_the_three_ways_forward(tmp_path):
@@ -24,6 +25,15 @@ def test_init_without_tunables_names_the_three_ways_forward(tmp_path):
     assert "# autogk: tune [" in nexts[0]
     assert "export ANTHROPIC_API_KEY=" in nexts[1]
     assert "--agent command" in nexts[2] and "[agent] command" in nexts[2]
+
+
+def test_init_says_when_workloads_are_too_big_for_the_cpu(tmp_path):
+    out = _init(tmp_path, "--no-check", env={"AUTOGK_BENCH_CPU_MAX_NUMEL": "1"}).stdout
+    warn = next(ln for ln in out.splitlines() if ln.startswith("warning: none of the 5 workload(s)"))
+    assert "over [bench] cpu_max_numel" in warn and "> 1)" in warn
+    assert "iterate --backend local" in warn and "AUTOGK_BENCH_CPU_MAX_NUMEL=" in warn
+    out = _init(tmp_path / "again", "--no-check").stdout  # the default limit fits every scale workload
+    assert "cpu_max_numel" not in out
 
 
 def test_init_kernel_starts_from_the_users_own_kernel(tmp_path):

@@ -160,6 +160,32 @@ def next_steps(target: Target, kernel_src: str, cmd: str) -> list[str]:
             "e.g. command = \"claude -p\", a coding CLI that edits the kernel)"]
 
 
+def size_lines(project: Project, target: Target) -> list[str]:
+    """Workloads the configured backend cannot run for size (the CPU interpreter's cpu_max_numel), said
+    up front: a target none of whose workloads fit would otherwise look like a loop with nothing to do."""
+    from autogk_git.bench.backends import get_backend
+    from autogk_git.bench.job import numel
+    try:
+        backend = get_backend(project.config.bench.backend, project.config)
+    except Exception:  # noqa: BLE001 - a backend that cannot be set up here is doctor's to report
+        return []
+    limit = getattr(backend, "max_numel", None)
+    if limit is None:
+        return []
+    sizes = [numel(target.definition, w) for w in target.workloads]
+    over = sorted(n for n in sizes if n > limit)
+    if not over:
+        return []
+    fix = (f"run the loop on a GPU (`iterate --backend local`, or `--backend modal`), or raise the limit: "
+           f"AUTOGK_BENCH_CPU_MAX_NUMEL={over[0]} or `cpu_max_numel = {over[0]}` under [bench] in .autogk.toml "
+           "(the CPU interpreter is slow at that size)")
+    if len(over) == len(sizes):
+        return [f"warning: none of the {len(sizes)} workload(s) can run on the {backend.name} backend: each is over "
+                f"[bench] cpu_max_numel ({over[0]} input elements or more > {limit}); {fix}"]
+    return [f"note: {len(over)} of {len(sizes)} workload(s) are over [bench] cpu_max_numel ({over[0]} input "
+            f"elements or more > {limit}) and are skipped on the {backend.name} backend; to check them too: {fix}"]
+
+
 def do_init(path: Path, definition_file: Path | None, workloads_file: Path | None, example: str | None,
             trunk: str | None, name: str | None, check: bool, say,
             kernel_file: Path | None = None) -> dict[str, Any]:
@@ -259,7 +285,7 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         from autogk_git.commands.bench import check_kernel
         summary = check_kernel(project, target, "HEAD", say)
         info["baseline"] = summary
-    info["next"] = next_steps(target, files["kernel.py"], cmd)
+    info["next"] = size_lines(project, target) + next_steps(target, files["kernel.py"], cmd)
     for line in info["next"]:
         say(line)
     return info
