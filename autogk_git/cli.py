@@ -72,17 +72,22 @@ HELP = {
 def quiet_libraries(verbose: int) -> None:
     """MLflow's own INFO lines (database creation, migrations) are noise in autogk's output; -v shows them.
 
-    Set through the environment before any command imports mlflow, so hooks and worker processes
-    started from here inherit it; a value the user exported already wins.
+    Set through the environment before any command imports mlflow, so the hooks and workers started
+    from here inherit it; without -v a level the user exported already wins.
     """
     import logging
-    level = "INFO" if verbose else "WARNING"
+    level = "DEBUG" if verbose > 1 else "INFO" if verbose else "WARNING"
     if verbose:
-        os.environ["MLFLOW_LOGGING_LEVEL"] = "DEBUG" if verbose > 1 else "INFO"
+        os.environ["MLFLOW_LOGGING_LEVEL"] = level
     else:
-        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    for name in ("mlflow", "alembic", "sqlalchemy", "httpx", "urllib3"):
-        logging.getLogger(name).setLevel(level if name in ("mlflow", "alembic") or verbose > 1 else "WARNING")
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", level)
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(level)
+
+
+def _env_verbosity() -> int:
+    raw = os.environ.get("AUTOGK_VERBOSE", "").strip().lower()
+    return 1 if raw in ("true", "yes", "on") else int(raw) if raw.isdigit() else 0
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,7 +96,7 @@ def quiet_libraries(verbose: int) -> None:
               help="show the libraries' own log lines (MLflow's); -vv: debug (also AUTOGK_VERBOSE=1)")
 def cli(verbose: int) -> None:
     """autogk: a git repository as an autonomous, statistically honest Triton kernel optimizer."""
-    quiet_libraries(verbose or int(os.environ.get("AUTOGK_VERBOSE", "0") or 0))
+    quiet_libraries(verbose or _env_verbosity())
 
 
 def main() -> None:
