@@ -3,6 +3,7 @@ of the "What to look at afterwards" table, word for word (`.venv/bin/autogk` is 
 `autogk`; setup.sh itself is left out: the interpreter running the tests is already set up)."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -41,15 +42,29 @@ def as_run_here(cmd: str) -> str:
     return cmd.replace(".venv/bin/autogk", str(BIN / "autogk"))
 
 
+ENV: dict[str, str] = {}  # set by the fixture: a module-scoped fixture runs before conftest's hermetic one
+
+
+def hermetic_env(home) -> dict[str, str]:
+    """What conftest's `hermetic` gives each test, for the one clone this module's tests share."""
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / ".gitconfig"
+    cfg.write_text("[user]\n\tname = Test Person\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX"))}
+    return {**env, "HOME": str(home), "GIT_CONFIG_GLOBAL": str(cfg), "GIT_CONFIG_NOSYSTEM": "1",
+            "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
 def sh(root, cmd: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", as_run_here(cmd)], cwd=root, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=ENV)
 
 
 def ui_url(root, cmd: str) -> str:
     """`autogk ui` serves until stopped: read the URL it prints, then stop it as Ctrl-C would."""
     proc = subprocess.Popen(["bash", "-c", "exec " + as_run_here(cmd)], cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.DEVNULL, text=True, env=ENV)
     try:
         line = proc.stdout.readline()
     finally:
@@ -61,8 +76,11 @@ def ui_url(root, cmd: str) -> str:
 @pytest.fixture(scope="module")
 def after_command_one(tmp_path_factory):
     """A fresh clone of this repository on `main`, after README command 1 (one clone for every row)."""
-    root = tmp_path_factory.mktemp("readme") / "autogk"
-    subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
+    base = tmp_path_factory.mktemp("readme")
+    ENV.clear()
+    ENV.update(hermetic_env(base / "home"))
+    root = base / "autogk"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True, env=ENV)
     git(root, "checkout", "-q", "-B", "main")  # the README's branch name, whatever this checkout's is
     t0 = time.monotonic()
     proc = sh(root, command_one(), timeout=900)
