@@ -69,10 +69,34 @@ HELP = {
 }
 
 
+def quiet_libraries(verbose: int) -> None:
+    """MLflow's own INFO lines (database creation, migrations) are noise in autogk's output; -v shows them.
+
+    Set through the environment before any command imports mlflow, so the hooks and workers started
+    from here inherit it; without -v a level the user exported already wins.
+    """
+    import logging
+    level = "DEBUG" if verbose > 1 else "INFO" if verbose else "WARNING"
+    if verbose:
+        os.environ["MLFLOW_LOGGING_LEVEL"] = level
+    else:
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", level)
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(level)
+
+
+def _env_verbosity() -> int:
+    raw = os.environ.get("AUTOGK_VERBOSE", "").strip().lower()
+    return 1 if raw in ("true", "yes", "on") else int(raw) if raw.isdigit() else 0
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autogk")
-def cli() -> None:
+@click.option("-v", "--verbose", count=True,
+              help="show the libraries' own log lines (MLflow's); -vv: debug (also AUTOGK_VERBOSE=1)")
+def cli(verbose: int) -> None:
     """autogk: a git repository as an autonomous, statistically honest Triton kernel optimizer."""
+    quiet_libraries(verbose or _env_verbosity())
 
 
 def main() -> None:

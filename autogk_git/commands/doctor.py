@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -46,7 +47,17 @@ def unrunnable_workloads(cfg, target) -> list[dict[str, Any]]:
         return []
 
 
+HOOKS_WARNING = ("hooks are not installed: `autogk iterate` benchmarks its own commits without them, but a "
+                 "commit you make by hand on an experiment branch is benchmarked only with them; "
+                 "to add them: autogk hooks install")
+
+
 def checks() -> dict[str, Any]:
+    """Everything doctor knows. `problems` stop the loop from working (exit 1); `warnings` do not.
+
+    Missing hooks are a warning, not a problem: a fresh clone of a project (this repository's own
+    README command 1 included) has none, since git never clones hooks, and the loop runs without them.
+    """
     from autogk_git.bench.backends import cuda_available
     out: dict[str, Any] = {"python": sys.version.split()[0], "executable": sys.executable,
                            "packages": {d: _version(d) for d in ("torch", "triton", "mlflow", "flashinfer-bench",
@@ -56,43 +67,70 @@ def checks() -> dict[str, Any]:
         if not out["packages"][need]:
             out["problems"].append(f"{need} is not installed: pip install torch triton (CPU: torch==2.13.0 triton==3.7.1)")
     out["anthropic_api_key"] = bool(os.environ.get("ANTHROPIC_API_KEY"))
+    # Every hint autogk prints says `autogk ...`: that works as printed only with the venv on PATH.
+    here = Path(sys.executable).parent / "autogk"
+    on_path = shutil.which("autogk")
+    out["autogk_on_path"] = bool(on_path) and (not here.exists() or Path(on_path).resolve() == here.resolve())
+    if not out["autogk_on_path"] and here.exists():
+        venv = here.parent.parent
+        out["warnings"].append(f"`autogk` on PATH is not this installation ({on_path or 'none'}), so hints that say "
+                               f"`autogk ...` need {here} instead; or first: source {venv}/bin/activate")
     cfg = None
+    from autogk_git.errors import NotAProject
+    from autogk_git.project import Project
     try:
-        from autogk_git.git import hooks as hooks_mod
-        from autogk_git.project import Project
         project = Project.find()
-        cfg = project.config
-        out["project"] = {"root": str(project.root), "trunk": project.trunk, "targets": {},
-                          "hooks": hooks_mod.status(project.root), "tracking_uri": project.tracking_uri()}
-        from autogk_git.bench.backends import resolve_name
-        out["project"]["backend"] = resolve_name(cfg.bench.backend)
-        for name in project.target_names():
-            try:
-                t = project.target(name)
-                need = t.inputs_needing_data()
-                out["project"]["targets"][name] = {"workloads": len(t.workloads), "needs_data": need}
-                unrunnable = unrunnable_workloads(cfg, t)
-                if unrunnable:
-                    out["project"]["targets"][name]["unrunnable"] = len(unrunnable)
-                    out["warnings"].append(
-                        f"target {name}: {len(unrunnable)} of {len(t.workloads)} workload(s) cannot run on the "
-                        f"{out['project']['backend']} backend ({unrunnable[0]['reason']}), so no verdict covers them "
-                        "and nothing is judged on every workload: time on a GPU (`autogk iterate --backend local` "
-                        "or `--backend modal`), or raise [bench] cpu_max_numel")
-                if need:
-                    out["problems"].append(f"target {name}: provide data for {', '.join(need)} ({project.target_rel(name)}/inputs.py)")
-            except Exception as e:  # noqa: BLE001 - report every target's problem
-                out["project"]["targets"][name] = {"error": str(e)}
-                out["problems"].append(f"target {name}: {e}")
-        if "missing" in out["project"]["hooks"].values():
-            out["problems"].append("hooks are not installed: autogk hooks install")
-    except Exception as e:  # noqa: BLE001
+    except NotAProject as e:
+        project = None
         out["project"] = None
-        out["project_error"] = str(e)
+        out["project_error"] = e.message
+        out["problems"].append(f"not an autogk project: no .autogk.toml in {Path.cwd()} or a folder above it; "
+                               "to make one: autogk init --definition FILE --workloads FILE [--kernel FILE], "
+                               "or autogk init --example rmsnorm_h4096 (a bundled target)")
+    if project is not None:
+        try:
+            from autogk_git.git import hooks as hooks_mod
+            cfg = project.config
+            out["project"] = {"root": str(project.root), "trunk": project.trunk, "targets": {},
+                              "hooks": hooks_mod.status(project.root), "tracking_uri": project.tracking_uri()}
+            from autogk_git.bench.backends import resolve_name
+            out["project"]["backend"] = resolve_name(cfg.bench.backend)
+            for name in project.target_names():
+                try:
+                    t = project.target(name)
+                    need = t.inputs_needing_data()
+                    out["project"]["targets"][name] = {"workloads": len(t.workloads), "needs_data": need,
+                                                       "folder": project.target_rel(name)}
+                    unrunnable = unrunnable_workloads(cfg, t)
+                    if unrunnable:
+                        out["project"]["targets"][name]["unrunnable"] = len(unrunnable)
+                        out["warnings"].append(
+                            f"target {name}: {len(unrunnable)} of {len(t.workloads)} workload(s) cannot run on the "
+                            f"{out['project']['backend']} backend ({unrunnable[0]['reason']}), so no verdict covers "
+                            "them and nothing is judged on every workload: time on a GPU (`autogk iterate --backend "
+                            "local` or `--backend modal`), or raise [bench] cpu_max_numel")
+                    if need:
+                        out["problems"].append(f"target {name}: provide data for {', '.join(need)} "
+                                               f"({project.target_rel(name)}/inputs.py)")
+                except Exception as e:  # noqa: BLE001 - report every target's problem
+                    out["project"]["targets"][name] = {"error": str(e)}
+                    out["problems"].append(f"target {name}: {e}")
+            if "missing" in out["project"]["hooks"].values():
+                out["warnings"].append(HOOKS_WARNING)
+        except Exception as e:  # noqa: BLE001 - a broken project is reported, not a crash
+            out["project_error"] = f"{type(e).__name__}: {e}"
+            out["problems"].append(f"the project at {project.root} could not be read: {e}")
     out["modal"] = modal_status(cfg)
     if (out.get("project") or {}).get("backend") == "modal" and not out["modal"]["ready"]:
         out["problems"].append(f"[bench] backend is modal but Modal is not set up: {out['modal']['next']}")
     return out
+
+
+def _target_line(name: str, t: dict[str, Any]) -> str:
+    if "error" in t:
+        return f"  target {name}: cannot be read ({t['error']})"
+    data = f"; needs input data for {', '.join(t['needs_data'])}" if t.get("needs_data") else ""
+    return f"  target {name}: {t['workloads']} workload(s) in {t.get('folder', '?')}/{data}"
 
 
 @click.command("doctor", help="Check the installation, the project and the backends.")
@@ -116,16 +154,17 @@ def doctor(as_json) -> int:
                    f"to use the modal backend: {m['next']}")
     p = info.get("project")
     if p:
-        click.echo(f"project {p['root']}: trunk {p['trunk']}, backend {p['backend']}, hooks {p['hooks']}")
-        click.echo(f"  MLflow: {p['tracking_uri']}")
+        missing = [h for h, state in p["hooks"].items() if state != "installed"]
+        hooks = "installed" if not missing else f"not installed ({', '.join(missing)})"
+        click.echo(f"project {p['root']}")
+        click.echo(f"  trunk {p['trunk']}, backend {p['backend']}, hooks {hooks}")
+        click.echo(f"  MLflow store: {p['tracking_uri']}")
         for name, t in p["targets"].items():
-            click.echo(f"  target {name}: {t}")
-    else:
-        click.echo(f"no project here ({info.get('project_error')})")
-    for warn in info.get("warnings", []):
-        click.echo(f"warning: {warn}")
+            click.echo(_target_line(name, t))
+    for w in info["warnings"]:
+        click.echo(f"warning: {w}")
     for prob in info["problems"]:
         click.echo(f"problem: {prob}")
     if not info["problems"]:
-        click.echo("all good")
+        click.echo("all good" + (f" ({len(info['warnings'])} warning(s) above)" if info["warnings"] else ""))
     return 1 if info["problems"] else 0

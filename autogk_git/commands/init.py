@@ -128,8 +128,86 @@ def fib_validate(definition: dict[str, Any], workloads: list[dict[str, Any]]) ->
     return fib.validate(definition, workloads)
 
 
+def command_name() -> str:
+    """How to call autogk so that a printed hint works as printed: `autogk` when PATH finds this very
+    installation, else the full path of its script (setup.sh's .venv is not on PATH until activated)."""
+    import sys
+    here = Path(sys.executable).parent / "autogk"
+    found = shutil.which("autogk")
+    if not here.exists() or (found and Path(found).resolve() == here.resolve()):
+        return "autogk"
+    return str(here)  # absolute: the hints are followed after `cd` into the project
+
+
+def read_kernel(kernel_file: Path, definition: dict[str, Any]) -> str:
+    """The user's own kernel file, checked enough to be a starting point: Python with a `run` function."""
+    import ast
+    try:
+        text = kernel_file.read_text()
+    except OSError as e:
+        raise AutogkError(f"cannot read --kernel {kernel_file}: {e.strerror}",
+                          "pass the path of your Triton kernel's .py file") from None
+    try:
+        tree = ast.parse(text, str(kernel_file))
+    except SyntaxError as e:
+        raise AutogkError(f"--kernel {kernel_file} is not valid Python (line {e.lineno}: {e.msg})",
+                          "fix the file, or leave --kernel out to start from the definition's reference") from None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in tree.body):
+        args = ", ".join([*definition["inputs"], *definition["outputs"]])
+        raise AutogkError(f"--kernel {kernel_file} defines no top-level `run` function",
+                          f"the benchmark calls run({args}), writing the outputs in place; add that entry point")
+    return text
+
+
+def next_steps(target: Target, kernel_src: str, cmd: str) -> list[str]:
+    """What `iterate` needs before it can try anything: tunables, an API key, or a command agent."""
+    import os
+    from autogk_git import tunables
+    found = tunables.parse(kernel_src)
+    iterate = f"{cmd} iterate --target {target.name}"
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return [f"next: {iterate}  (ANTHROPIC_API_KEY is set: Claude edits {target.rel}/kernel.py)"]
+    if found:
+        return [f"next: {iterate}  (the offline tuner tries the {len(found)} tunable(s) of kernel.py: "
+                f"{', '.join(found)}; with ANTHROPIC_API_KEY set, Claude edits the kernel instead)"]
+    return [f"the loop has nothing to try yet: {target.rel}/kernel.py declares no tunables and "
+            "ANTHROPIC_API_KEY is not set. Next, one of:",
+            f"next: write a Triton kernel in {target.rel}/kernel.py with lines like "
+            "`BLOCK = 128  # autogk: tune [64, 128, 256]`, commit it, then: " + iterate,
+            f"next: export ANTHROPIC_API_KEY=...  then: {iterate}  (Claude writes the kernel)",
+            f"next: {iterate} --agent command  (after setting [agent] command in .autogk.toml, "
+            "e.g. command = \"claude -p\", a coding CLI that edits the kernel)"]
+
+
+def size_lines(project: Project, target: Target) -> list[str]:
+    """Workloads the configured backend cannot run for size (the CPU interpreter's cpu_max_numel), said
+    up front: a target none of whose workloads fit would otherwise look like a loop with nothing to do."""
+    from autogk_git.bench.backends import get_backend
+    from autogk_git.bench.job import numel
+    try:
+        backend = get_backend(project.config.bench.backend, project.config)
+    except Exception:  # noqa: BLE001 - a backend that cannot be set up here is doctor's to report
+        return []
+    limit = getattr(backend, "max_numel", None)
+    if limit is None:
+        return []
+    sizes = [numel(target.definition, w) for w in target.workloads]
+    over = sorted(n for n in sizes if n > limit)
+    if not over:
+        return []
+    fix = (f"run the loop on a GPU (`iterate --backend local`, or `--backend modal`), or raise the limit: "
+           f"AUTOGK_BENCH_CPU_MAX_NUMEL={over[0]} or `cpu_max_numel = {over[0]}` under [bench] in .autogk.toml "
+           "(the CPU interpreter is slow at that size)")
+    if len(over) == len(sizes):
+        return [f"warning: none of the {len(sizes)} workload(s) can run on the {backend.name} backend: each is over "
+                f"[bench] cpu_max_numel ({over[0]} input elements or more > {limit}); {fix}"]
+    return [f"note: {len(over)} of {len(sizes)} workload(s) are over [bench] cpu_max_numel ({over[0]} input "
+            f"elements or more > {limit}) and are skipped on the {backend.name} backend; to check them too: {fix}"]
+
+
 def do_init(path: Path, definition_file: Path | None, workloads_file: Path | None, example: str | None,
-            trunk: str | None, name: str | None, check: bool, say, blobs_dir: Path | None = None) -> dict[str, Any]:
+            trunk: str | None, name: str | None, check: bool, say, blobs_dir: Path | None = None,
+            kernel_file: Path | None = None) -> dict[str, Any]:
     if bool(definition_file) == bool(example):
         raise AutogkError("give exactly one of --definition FILE or --example NAME",
                           f"bundled examples: {', '.join(examples())}")
@@ -183,7 +261,8 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     files = {
         "definition.json": json.dumps(definition, indent=2) + "\n",
         "workloads.jsonl": "".join(json.dumps(line) + "\n" for line in wl_lines),
-        "kernel.py": (src_dir / "kernel.py").read_text() if src_dir else starting_kernel(definition),
+        "kernel.py": (read_kernel(kernel_file, definition) if kernel_file
+                      else (src_dir / "kernel.py").read_text() if src_dir else starting_kernel(definition)),
         "program.md": (src_dir / "program.md").read_text() if src_dir and (src_dir / "program.md").exists()
         else program_md(definition),
     }
@@ -229,15 +308,18 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     target = project.target(tname)
     need = target.inputs_needing_data()
     info: dict[str, Any] = {"root": str(top), "target": tname, "commit": sha, "files": written, "needs_data": need}
+    cmd = command_name()
     if need:
         from autogk_git.project import input_data_message
-        say("NOTE: " + input_data_message(target, need) + f"\n  then check it with: autogk bench --target {tname}")
+        say("NOTE: " + input_data_message(target, need) + f"\n  then check it with: {cmd} bench --target {tname}")
         return info
     if check:
         from autogk_git.commands.bench import check_kernel
         summary = check_kernel(project, target, "HEAD", say)
         info["baseline"] = summary
-    say(f"next: autogk iterate --target {tname}")
+    info["next"] = size_lines(project, target) + next_steps(target, files["kernel.py"], cmd)
+    for line in info["next"]:
+        say(line)
     return info
 
 
@@ -254,14 +336,18 @@ def _identity(root: Path) -> dict[str, str]:
 @click.option("--blobs", "blobs_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="where the workloads' safetensors blobs live (a flashinfer-trace dataset's root)")
 @click.option("--example", help="a bundled example target, e.g. rmsnorm_h4096")
+@click.option("--kernel", "kernel_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="start from your own Triton kernel (a .py file with run(inputs..., outputs...)) "
+                   "instead of the definition's reference")
 @click.option("--trunk", help="trunk branch for a new project (default: the current branch)")
 @click.option("--name", help="target name (default: the definition's name)")
 @click.option("--check/--no-check", default=True, show_default=True,
               help="check the starting kernel's correctness after committing")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON summary")
-def init(path, definition_file, workloads_file, blobs_dir, example, trunk, name, check, as_json) -> int:
+def init(path, definition_file, workloads_file, blobs_dir, example, kernel_file, trunk, name, check, as_json) -> int:
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    info = do_init(path or Path.cwd(), definition_file, workloads_file, example, trunk, name, check, say, blobs_dir)
+    info = do_init(path or Path.cwd(), definition_file, workloads_file, example, trunk, name, check, say,
+                   blobs_dir=blobs_dir, kernel_file=kernel_file)
     if as_json:
         click.echo(json.dumps(info, indent=1))
     return 0

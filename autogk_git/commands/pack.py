@@ -141,7 +141,8 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
 @click.command("pack", help="Write a FlashInfer-Bench Solution JSON of a kernel (the best kept one by default).")
 @click.argument("rev", required=False)
 @click.option("--target", "-t", help="target name")
-@click.option("--out", "-o", "out", help="output file ('-' for stdout; default: <name>.json here)")
+@click.option("--out", "-o", "out",
+              help="output file ('-' for stdout; default: mlruns/packs/<name>.json, outside the tracked tree)")
 @click.option("--name", help="solution name (default: autogk_<target>_<sha>)")
 @click.option("--author", help="author (default: git config user.name)")
 @click.option("--force", is_flag=True, help="pack a kernel autogk does not vouch for (archived, incorrect, held "
@@ -153,7 +154,9 @@ def pack(rev, target, out, name, author, force) -> int:
     if out == "-":
         click.echo(text, nl=False)
         return 0
-    path = Path(out or f"{data['name']}.json")
+    # By default next to the MLflow store, which git ignores: packing never leaves the repository dirty.
+    path = Path(out) if out else project.main_root / "mlruns" / "packs" / f"{data['name']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     click.echo(f"wrote {path} ({len(data['sources'])} source file(s), definition {data['definition']}) "
                f"from {sha[:10]}: {why}; checked by flashinfer-bench's packer and Solution model")

@@ -35,7 +35,8 @@ def report(target, out_dir, to_mlflow, as_json) -> int:
         made.append(info)
         if not as_json:
             click.echo(f"{t}: {info['html']} (figure {info['png']})"
-                       + (f"; logged to MLflow run {info['mlflow_run']}" if info.get("mlflow_run") else ""))
+                       + (f"; logged to MLflow (experiment autogk/{t}/reports, run {info['mlflow_run']})"
+                          if info.get("mlflow_run") else ""))
     if as_json:
         click.echo(json.dumps(made, indent=1))
     return 0

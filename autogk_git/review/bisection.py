@@ -225,6 +225,13 @@ class Outcome:
                 "reused": self.reused, "message": self.message, "candidates": self.candidates}
 
 
+def _counts(steps: list[dict[str, Any]]) -> tuple[int, int]:
+    """(commits benchmarked, commits answered from notes), each commit counted once."""
+    fresh = {s["commit"] for s in steps if s.get("benchmarked")}
+    noted = {s["commit"] for s in steps if (s.get("measure") or {}).get("sources")} - fresh
+    return len(fresh), len(noted)
+
+
 def run(project, good: str, bad: str, target: str, workload: str | None, threshold_pct: float | None,
         backend: str | None, say: Say) -> Outcome:
     root = project.root
@@ -256,18 +263,22 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
                  "table": {k: v.as_dict() for k, v in table.items()}, "baseline": {}}
         state_path = Path(tmp) / "state.json"
         state_path.write_text(json.dumps(state))
+        base_fresh = False
         if mode == "timing":
             base = measure(root, target, g, g_tree, state, say)
             if not base.latency():
                 raise AutogkError(f"no latency for GOOD ({good}): {base.why}",
                                   "bisect on a GPU backend (--backend local or modal), or drop --threshold")
             state["baseline"] = base.latency()
+            base_fresh = base.fresh
             if g_tree:  # judging GOOD below reuses this measurement
                 state["table"][g_tree] = base.as_dict()
             if workload and not any(u.startswith(workload) for u in state["baseline"]):
                 raise AutogkError(f"GOOD has no timing for workload {workload}",
                                   f"timed workloads: {', '.join(u[:8] for u in state['baseline'])}")
         g_res = judge(root, g, state, say)
+        if mode == "timing" and base_fresh:  # measured just above, then reused from the table
+            g_res["benchmarked"] = True
         if g_res["verdict"] != "good":
             raise AutogkError(f"GOOD ({good}) is not good: {g_res['why']}", "pick an earlier GOOD")
         state_path.write_text(json.dumps(state))
@@ -275,7 +286,7 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
         with open(state["journal"], "a") as f:
             f.write(json.dumps(b_res) + "\n")
         if b_res["verdict"] != "bad":
-            return Outcome(None, mode, [g_res, b_res], 0, 0,
+            return Outcome(None, mode, [g_res, b_res], *_counts([g_res, b_res]),
                            f"BAD ({bad}) is not bad ({b_res['verdict']}: {b_res['why']}): nothing to find")
         wt = Path(tmp) / "wt"
         git("worktree", "add", "--quiet", "--detach", str(wt), b, cwd=root)
@@ -300,8 +311,6 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
     if first is None and "first bad commit could be any of" in out:
         candidates = [ln.strip() for ln in out.split("first bad commit could be any of:")[1].splitlines()
                       if len(ln.strip()) == 40]
-    bench_steps = [s for s in steps if s.get("benchmarked")]
-    reused = [s for s in steps if s.get("source") and not s.get("benchmarked")]
     if proc.returncode != 0 and first is None and not candidates:
         raise AutogkError(f"git bisect run stopped: {out.strip().splitlines()[-1] if out.strip() else proc.returncode}",
                           "see the steps above; fix the benchmark setup (`autogk doctor`) and run again")
@@ -310,7 +319,7 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
         if mode == "timing" else "incorrect (correctness only: no timing available)"
     msg = (f"first bad commit: {first}" if first else
            f"the first bad commit is one of {len(candidates)} (the others could not be tested)")
-    return Outcome(first, mode, steps, len({s['commit'] for s in bench_steps}), len(reused),
+    return Outcome(first, mode, steps, *_counts(steps),
                    f"{msg}; bad means {mode_words}", candidates)
 
 

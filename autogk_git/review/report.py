@@ -54,63 +54,167 @@ def best_so_far(items: list[ledger.Row]) -> list[tuple[int, float]]:
     return out
 
 
-def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Path) -> dict[str, Any]:
+def start_latency(items: list[ledger.Row], results: dict[str, dict]) -> float | None:
+    """Geomean latency of the first experiment's parent, on the workloads the experiment timed."""
+    first = next((r for r in items if r.latency_us is not None), None)
+    res = results.get(first.commit) if first else None
+    if not res:
+        return None
+    cand, parent = ledger.latencies(res), ledger.latencies(res, "parent")
+    common = [u for u in cand if u in parent]
+    return ledger.geomean([parent[u] for u in common]) if common and len(common) == len(cand) else None
+
+
+COLORS = {"keep": "tab:green", "revert": "tab:red", "pending": "0.6"}
+NAMES = {"keep": "kept", "revert": "reverted", "pending": "pending / other"}
+
+
+def change_label(r: ledger.Row, width: int = 30) -> str:
+    """What an experiment changed, short enough for an axis: its hypothesis without the agent's prefix."""
+    text = r.hypothesis.split(": ", 1)[1] if r.hypothesis.startswith(("tune: ", "anthropic: ", "command: ")) \
+        else r.hypothesis
+    text = " ".join(text.split()) or "(no description)"
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _decision(r: ledger.Row) -> str:
+    return r.decision if r.decision in COLORS else "pending"
+
+
+def _legend(ax, present: set[str], extra: list | None = None) -> None:
+    """A legend with only what the figure shows: no promise of a colour that cannot appear."""
+    from matplotlib.patches import Patch
+    handles = [Patch(color=COLORS[d], label=NAMES[d]) for d in COLORS if d in present] + (extra or [])
+    if handles:
+        ax.legend(handles=handles, fontsize=8, loc="best")
+
+
+def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Path,
+         all_workloads: dict[str, str] | None = None, best_number: int | None = None) -> dict[str, Any]:
+    """The figure. Timed: the objective's trajectory (every experiment, best so far) and per-workload
+    latency. Untimed: what was checked, per experiment and per workload, including the workloads no
+    experiment ran. Either way each experiment is labelled with its change and the best is starred.
+
+    all_workloads: {uuid: a readable name (its axes)} of every workload of the target, in file order.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     timed = any(r.latency_us is not None for r in items)
     order, table = per_workload(results, items)
-    label = short_names(order)
-    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(10, 7.5), gridspec_kw={"height_ratios": [3, 2]})
-    kept = [r for r in items if r.decision == "keep"]
-    other = [r for r in items if r.decision != "keep"]
-    summary: dict[str, Any] = {"experiments": len(items), "kept": len(kept), "timed": timed}
+    never = [u for u in (all_workloads or []) if u not in order]
+    label = short_names(order + never)
+    names = all_workloads or {}
+    label = {u: (f"{names[u]} ({label[u]})" if names.get(u) else label[u]) for u in label}
+    by_number = {r.number: r for r in items}
+    best = by_number.get(best_number) if best_number is not None else None
+    present = {_decision(r) for r in items}
+    many = len(items) > 30  # past that, only kept experiments carry their change as a label
+    summary: dict[str, Any] = {"experiments": len(items), "kept": sum(r.decision == "keep" for r in items),
+                               "reverted": sum(r.decision == "revert" for r in items), "timed": timed,
+                               "workloads": len(order) + len(never), "workloads_checked": len(order),
+                               "workloads_never_checked": len(never)}
+    if best is not None:
+        summary["best_experiment"] = best.number
+    # Which experiments carry their change as a label on the figure (all of them up to 30).
+    summary["labelled"] = {str(r.number): change_label(r) for r in items if not many or r.decision == "keep"}
+    star = [Line2D([], [], marker="*", color="gold", markeredgecolor="k", linestyle="", markersize=12,
+                   label=f"best: #{best.number} {change_label(best)}")] if best else []
+    rows_needed = len(order) + len(never)
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 8.5 + 0.12 * max(0, rows_needed - 12)),
+                                  gridspec_kw={"height_ratios": [3, 2]})
     if timed:
-        for group, style in ((other, dict(marker="x", color="0.55", label="reverted / pending")),
-                             (kept, dict(marker="o", color="tab:green", label="kept"))):
-            pts = [(r.number, r.latency_us) for r in group if r.latency_us is not None]
-            if pts:
-                ax.scatter(*zip(*pts), zorder=3, **style)
+        start = start_latency(items, results)
+        if start is not None:  # the trunk's kernel before the first experiment: where the objective began
+            ax.scatter([0], [start], color="k", marker="D", zorder=3)
+            ax.annotate("start", (0, start), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            summary["start_latency_us"] = start
+        for r in items:
+            if r.latency_us is None:
+                continue
+            d = _decision(r)
+            ax.scatter([r.number], [r.latency_us], color=COLORS[d], marker="o" if d == "keep" else "x", zorder=3)
+            if not many or d == "keep":
+                ax.annotate(change_label(r, 24), (r.number, r.latency_us), textcoords="offset points",
+                            xytext=(4, 4), fontsize=6.5, rotation=25, color="0.25")
         bsf = best_so_far(items)
+        if start is not None:
+            bsf = [(0, start)] + [(n, min(v, start)) for n, v in bsf]
+        extra = []
         if bsf:
-            ax.step(*zip(*bsf), where="post", color="tab:blue", label="best so far (kept)")
+            ax.step(*zip(*bsf), where="post", color="tab:blue")
+            extra.append(Line2D([], [], color="tab:blue", label="best so far (kept)"))
             summary["best_latency_us"] = bsf[-1][1]
-        ax.set_ylabel("geomean latency (us)")
-        ax.set_title(f"autogk {target}: latency of every experiment")
+            first = next((r.latency_us for r in items if r.latency_us is not None), None)
+            if first:
+                summary["best_vs_first"] = bsf[-1][1] / first
+            if start:
+                summary["best_vs_start"] = bsf[-1][1] / start
+        if best is not None and best.latency_us is not None:
+            ax.scatter([best.number], [best.latency_us], marker="*", s=260, color="gold", edgecolor="k", zorder=4)
+        ax.margins(x=0.06, y=0.18)
+        timed_wl = len({u for c in table.values() for u, w in c.items() if w.get("latency_us")})
+        ax.set_title(f"autogk {target}: the objective over {len(items)} experiment(s)\n"
+                     f"geomean latency over the {timed_wl} timed workload(s); {len(order)} of "
+                     f"{len(order) + len(never)} workload(s) ran in some experiment", fontsize=10)
+        ax.set_ylabel("geomean latency (us), lower is better")
+        _legend(ax, present, extra + star)
+        first = next((r for r in items if r.latency_us is not None), None)
+        parent0 = ledger.latencies(results.get(first.commit) or {}, "parent") if first and start is not None else {}
         for u in order:
             pts = [(n, c[u]["latency_us"]) for n, c in sorted(table.items()) if c.get(u, {}).get("latency_us")]
+            if pts and u in parent0:
+                pts = [(0, parent0[u])] + pts
             if pts:
                 ax2.plot(*zip(*pts), marker=".", label=label[u])
         ax2.set_ylabel("latency per workload (us)")
+        ax2.set_title("per-workload latency of every experiment", fontsize=9)
         if order:
             ax2.legend(fontsize=7, ncol=4)
     else:
         xs = [r.number for r in items]
         passed = [sum(1 for c in table[r.number].values() if c["status"] == "PASSED") for r in items]
         checked = [len(table[r.number]) for r in items]
-        colors = ["tab:green" if r.decision == "keep" else "tab:red" if r.decision == "revert" else "0.6"
-                  for r in items]
-        ax.bar(xs, checked, color="0.85", label="workloads checked")
-        ax.bar(xs, passed, color=colors, label="passed (green: kept, red: reverted)")
-        ax.set_ylabel("workloads")
-        ax.set_title(f"autogk {target}: no latency measured (untimed backend), correctness per experiment")
-        grid = [[STATUS_CODE.get(table[r.number].get(u, {}).get("status"), -1) for r in items] for u in order]
+        ax.bar(xs, checked, color="0.88", edgecolor="0.6", width=0.6)
+        ax.bar(xs, passed, color=[COLORS[_decision(r)] for r in items], width=0.6)
+        top = max(checked or [1])
+        if not many:  # each bar carries its change under it
+            ax.set_xticks(xs, [f"#{r.number}\n{change_label(r, 28 if len(items) <= 6 else 22)}" for r in items],
+                          fontsize=7 if len(items) <= 12 else 6, rotation=0 if len(items) <= 8 else 45,
+                          ha="center" if len(items) <= 8 else "right")
+        if best is not None:
+            y = checked[xs.index(best.number)] + top * 0.08
+            ax.scatter([best.number], [y], marker="*", s=300, color="gold", edgecolor="k", zorder=4)
+            ax.annotate("best", (best.number, y), textcoords="offset points", xytext=(0, 9), ha="center",
+                        fontsize=8)
+        ax.set_ylim(0, top * 1.45)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("workloads (grey: checked, colour: passed)")
+        total = len(order) + len(never)
+        ax.set_title(f"autogk {target}: correctness only (untimed backend, no latency measured)\n"
+                     f"{len(order)} of {total} workload(s) checked by some experiment"
+                     + (f"; {len(never)} never checked" if never else ""), fontsize=10)
+        from matplotlib.patches import Patch
+        _legend(ax, present, [Patch(facecolor="0.88", edgecolor="0.6", label="checked")] + star)
+        rows_u = order + never
+        grid = [[STATUS_CODE.get(table[r.number].get(u, {}).get("status"), -1) for r in items] for u in rows_u]
         if grid and items:
             from matplotlib.colors import ListedColormap
             ax2.imshow(grid, aspect="auto", cmap=ListedColormap(["white", "tab:green", "tab:red", "black"]),
-                       vmin=-1.5, vmax=2.5, extent=(min(xs) - 0.5, max(xs) + 0.5, len(order) - 0.5, -0.5))
-            ax2.set_yticks(range(len(order)), [label[u] for u in order], fontsize=7)
+                       vmin=-1.5, vmax=2.5, extent=(min(xs) - 0.5, max(xs) + 0.5, len(rows_u) - 0.5, -0.5))
+            ax2.set_yticks(range(len(rows_u)), [label[u] + (" (never)" if u in never else "") for u in rows_u],
+                           fontsize=6 if len(rows_u) > 20 else 7)
         ax2.set_ylabel("workload status\n(green pass, red wrong,\nblack error, white unchecked)", fontsize=8)
         summary["passed_last"] = passed[-1] if passed else 0
-    for r in kept:
-        ax.annotate("kept", (r.number, ax.get_ylim()[1]), textcoords="offset points", xytext=(0, -10),
-                    ha="center", fontsize=7, color="tab:green")
-    from matplotlib.ticker import MaxNLocator
     for a in (ax, ax2):
-        a.set_xlabel("experiment")
-        a.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=8)
+        a.set_xlabel("experiment" + (" (0: the trunk's kernel before the first)" if timed and a is ax2 else ""))
+        if a is ax2 or timed or many:
+            a.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if timed:
+        ax2.set_xlim(ax.get_xlim())
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
@@ -120,16 +224,26 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
 def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str, Any], best_line: str) -> str:
     def cell(x: Any) -> str:
         return f"<td>{html.escape(str(x))}</td>"
+    best = summary.get("best_experiment")
     rows_html = []
     for r in items:
         lat = f"{r.latency_us:.3f}" if r.latency_us is not None else "-"
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
         cls = {"keep": "keep", "revert": "revert"}.get(r.decision, "pending")
+        verdict = r.decision.upper() + (" ★ best" if r.number == best else "")
         rows_html.append(f'<tr class="{cls}">' + "".join(cell(x) for x in (
-            f"#{r.number:04d}", r.state, r.decision.upper(), r.commit[:10], r.hypothesis, r.figures, lat, ratio))
+            f"#{r.number:04d}", r.state, verdict, r.commit[:10], r.hypothesis, r.reason or "-", r.figures, lat, ratio))
             + "</tr>")
-    note = ("" if summary["timed"] else
-            "<p><b>No latency was measured</b> (untimed backend): the figure shows correctness per experiment.</p>")
+    if summary["timed"]:
+        note = ""
+    else:
+        never = summary.get("workloads_never_checked", 0)
+        note = ("<p><b>No latency was measured</b> (untimed backend): the verdicts rest on correctness alone, "
+                f"and the figure shows what was checked: {summary.get('workloads_checked', 0)} of "
+                f"{summary.get('workloads', 0)} workload(s) ran in some experiment"
+                + (f"; {never} never ran (the quick and stride stages sample the workloads)" if never else "")
+                + ".</p>")
+    counts = f"{summary['experiments']} experiment(s): {summary['kept']} kept, {summary.get('reverted', 0)} reverted."
     when = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>autogk report: {html.escape(target)}</title>
@@ -137,10 +251,10 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}tr.keep{{background:#e6f4e6}}
 tr.revert{{background:#fbeaea}}</style></head><body>
 <h1>autogk report: {html.escape(target)}</h1>
-<p>{summary['experiments']} experiment(s), {summary['kept']} kept. {html.escape(best_line)}</p>{note}
+<p>{html.escape(counts)} {html.escape(best_line)}</p>{note}
 <img src="{html.escape(png_name)}" alt="figure of every experiment" style="max-width:100%">
-<table><tr><th>experiment</th><th>state</th><th>verdict</th><th>commit</th><th>hypothesis</th><th>figures</th>
-<th>geomean latency (us)</th><th>ratio vs parent</th></tr>
+<table><tr><th>experiment</th><th>state</th><th>verdict</th><th>commit</th><th>change</th><th>why (verdict reason)</th>
+<th>figures</th><th>geomean latency (us)</th><th>ratio vs parent</th></tr>
 {chr(10).join(rows_html)}
 </table><p><small>generated {when} by autogk report</small></p></body></html>
 """
@@ -152,8 +266,14 @@ def build(project, target: str, out_dir: Path) -> dict[str, Any]:
     items = [r for r in items if r.target == target]
     out_dir.mkdir(parents=True, exist_ok=True)
     png, page_path = out_dir / f"{target}.png", out_dir / f"{target}.html"
-    summary = draw(target, items, results, png)
     best = [b for b in ledger.best(project.root, project.trunk, target) if b.target == target]
+    try:
+        all_workloads = {w["uuid"]: ", ".join(f"{k}={v}" for k, v in (w.get("axes") or {}).items())
+                         for w in project.target(target).workloads}
+    except Exception:  # noqa: BLE001 - a target folder gone from the checkout still has its history drawn
+        all_workloads = {}
+    summary = draw(target, items, results, png, all_workloads,
+                   best[0].row.number if best and best[0].row else None)
     best_line = (f"Best: #{best[0].row.number:04d} {best[0].row.hypothesis} ({best[0].basis})."
                  if best and best[0].row else "Nothing kept yet.")
     page_path.write_text(page(target, items, png.name, summary, best_line))

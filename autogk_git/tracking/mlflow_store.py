@@ -176,11 +176,22 @@ def synced_commits(project, target: str) -> set[str]:
 
 
 def log_report(project, target: str, files: list[Path], summary: dict[str, float]) -> str:
-    """Log a report's files as artifacts of one `report` run in the target's experiment; returns its id."""
+    """Log a report's files as artifacts of one `report` run; returns its id.
+
+    The run lives in an experiment of its own, `autogk/<target>/reports`, so the target's experiment
+    lists experiments only (a report among them read as one more experiment with no verdict).
+    """
     from mlflow.entities import Metric, RunTag
 
     client = _client(project)
-    exp_id = _experiment_id(client, project, target)
+    name = experiment_name(target) + "/reports"
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        art = project.artifact_root() / target / "reports"
+        art.mkdir(parents=True, exist_ok=True)
+        exp_id = client.create_experiment(name, artifact_location=art.as_uri(), tags={"autogk.target": target})
+    else:
+        exp_id = exp.experiment_id
     runs = client.search_runs([exp_id], filter_string="tags.`autogk.kind` = 'report'", max_results=1)
     if runs:
         run_id = runs[0].info.run_id

@@ -1,0 +1,89 @@
+"""A new user's first hour: init's way forward, the user's own kernel, quiet MLflow, bisect's counts."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import DATA, autogk, git
+from review_support import copy_project, iterated_template
+
+SCALE = DATA / "scale"
+
+
+def _init(tmp_path, *extra: str, check: bool = True, env: dict | None = None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return autogk(tmp_path, "init", "proj", "--definition", str(SCALE / "definition.json"),
+                  "--workloads", str(SCALE / "workloads.jsonl"), *extra, check=check, env=env)
+
+
+def test_init_without_tunables_names_the_three_ways_forward(tmp_path):
+    out = _init(tmp_path, "--no-check").stdout
+    assert "nothing to try yet" in out and "declares no tunables" in out
+    nexts = [ln for ln in out.splitlines() if ln.startswith("next: ")]
+    assert len(nexts) == 3
+    assert "# autogk: tune [" in nexts[0]
+    assert "export ANTHROPIC_API_KEY=" in nexts[1]
+    assert "--agent command" in nexts[2] and "[agent] command" in nexts[2]
+
+
+def test_init_says_when_workloads_are_too_big_for_the_cpu(tmp_path):
+    out = _init(tmp_path, "--no-check", env={"AUTOGK_BENCH_CPU_MAX_NUMEL": "1"}).stdout
+    warn = next(ln for ln in out.splitlines() if ln.startswith("warning: none of the 5 workload(s)"))
+    assert "over [bench] cpu_max_numel" in warn and "> 1)" in warn
+    assert "iterate --backend local" in warn and "AUTOGK_BENCH_CPU_MAX_NUMEL=" in warn
+    out = _init(tmp_path / "again", "--no-check").stdout  # the default limit fits every scale workload
+    assert "cpu_max_numel" not in out
+
+
+def test_init_kernel_starts_from_the_users_own_kernel(tmp_path):
+    out = _init(tmp_path, "--kernel", str(SCALE / "kernel.py")).stdout
+    root = tmp_path / "proj"
+    assert (root / "kernels/scale/kernel.py").read_text() == (SCALE / "kernel.py").read_text()
+    assert git(root, "status", "--porcelain") == ""
+    assert "correct on 3 workload(s)" in out  # --check ran the user's kernel, not the reference
+    nexts = [ln for ln in out.splitlines() if ln.startswith("next: ")]
+    assert len(nexts) == 1 and "iterate --target scale" in nexts[0] and "BLOCK" in nexts[0]
+    info = json.loads(autogk(root, "iterate", "-n", "1", "--json").stdout)
+    assert len(info["experiments"]) == 1
+
+
+def test_init_kernel_without_run_is_an_error_naming_the_fix(tmp_path):
+    bad = tmp_path / "mine.py"
+    bad.write_text("import triton\n\ndef launch(x, y):\n    pass\n")
+    out = _init(tmp_path, "--kernel", str(bad), check=False)
+    assert out.returncode == 1
+    assert "defines no top-level `run` function" in out.stderr and "run(x, bias, scale, out)" in out.stderr
+    bad.write_text("def run(x, y:\n")
+    out = _init(tmp_path, "--kernel", str(bad), check=False)
+    assert out.returncode == 1 and "is not valid Python (line 1" in out.stderr
+
+
+@pytest.fixture
+def iterated(template_project, tmp_path_factory, tmp_path):
+    return copy_project(iterated_template(template_project, tmp_path_factory), tmp_path / "proj")
+
+
+def test_mlflow_log_lines_only_with_v(iterated, tmp_path):
+    """A new MLflow store prints INFO lines on creation; autogk hides them unless -v."""
+    out = autogk(iterated, "report")
+    assert "INFO mlflow" not in out.stderr + out.stdout, out.stderr
+    assert "logged to MLflow" in out.stdout
+    (tmp_path / "other").mkdir()
+    other = copy_project(iterated, tmp_path / "other" / "proj")
+    out = autogk(other, "-v", "report")
+    assert "INFO mlflow" in out.stderr
+
+
+def test_bisect_counts_one_from_notes_and_one_benchmarked(iterated):
+    root = iterated
+    good = git(root, "rev-parse", "main").strip()  # a trunk merge: its kernel tree has a result note
+    kernel = root / "kernels/scale/kernel.py"
+    kernel.write_text(kernel.read_text() + "# a comment no note has seen\n")
+    git(root, "commit", "-qam", "comment")
+    out = json.loads(autogk(root, "bisect", good, "main", "--json").stdout)
+    assert out["first_bad"] is None  # BAD is correct: nothing to find
+    assert (out["reused"], out["benchmarked"]) == (1, 1)
+    text = autogk(root, "bisect", good, "main").stdout
+    # The second run answers BAD from the bisect note the first one wrote.
+    assert "2 commit(s) judged: 2 from notes, 0 benchmarked" in text
