@@ -1062,12 +1062,17 @@ def main(argv: list[str]) -> int:
     # The key comes on stdin (not argv or the environment, which other processes can read).
     key = sys.stdin.readline().strip().encode() if not sys.stdin.isatty() else b""
     sys.stdin.close()
+    parent = os.getppid()
+    import torch.multiprocessing
+    torch.multiprocessing.set_sharing_strategy("file_system")  # as candidate.py: shm by name, no fd passing
+    # Start torch's shm manager now: a signal that lands while it starts leaves libshm spinning.
+    torch.zeros(1).share_memory_()
     hygiene.make_undumpable()
     hygiene.die_with_parent(signal.SIGTERM)
     hygiene.become_subreaper()
     signal.signal(signal.SIGTERM, _term)
-    import torch.multiprocessing
-    torch.multiprocessing.set_sharing_strategy("file_system")  # as candidate.py: shm by name, no fd passing
+    if os.getppid() != parent:  # the runner died before PR_SET_PDEATHSIG was set
+        return 3
     job = json.loads(job_path.read_text())
     device = job.get("settings", {}).get("device", "cpu")
     progress = open(out_dir / "progress.jsonl", "a", buffering=1)
