@@ -180,22 +180,27 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             proc.stdin.close()
             reader = ProgressReader(out / "progress.jsonl", key.encode())
             children: list[int] = []
-            current, current_since = None, time.monotonic()
-            timed_out = hung = False
+            # (label:uuid) -> since when: labels are checked side by side, so more than one at a time.
+            inflight: dict[str, float] = {}
+            timed_out = False
+            hung: list[str] = []
 
             def handle(rec: dict[str, Any]) -> None:
-                nonlocal environment, current, current_since
+                nonlocal environment
                 ev = rec.get("event")
                 if ev == "env":
                     environment = rec["environment"]
                 elif ev == "child":
                     children.append(int(rec["pid"]))
-                elif ev in ("start", "at"):  # "at": timing rounds moved on to this kernel and workload
-                    current, current_since = f"{rec['label']}:{rec['uuid']}", time.monotonic()
+                elif ev == "start":
+                    inflight[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
+                elif ev == "at":  # timing rounds moved on to this kernel and workload: one at a time
+                    inflight.clear()
+                    inflight[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
                 elif ev == "done":
                     k = f"{rec['label']}:{rec['uuid']}"
                     results[k] = {k2: v for k2, v in rec.items() if k2 not in ("event", "label", "uuid")}
-                    current = None
+                    inflight.pop(k, None)
                     if on_progress is not None:
                         on_progress(rec["label"], rec["uuid"], str(rec.get("status")), time.monotonic() - t_start)
                 elif ev in ("ab", "timing"):  # a timed stage's summary
@@ -217,8 +222,8 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     if now > deadline:
                         timed_out = True
                         break
-                    if current is not None and now - current_since > wl_limit + WATCHDOG_GRACE_S:
-                        hung = True
+                    hung = [k for k, since in inflight.items() if now - since > wl_limit + WATCHDOG_GRACE_S]
+                    if hung:
                         break
                     time.sleep(POLL_S)
             finally:
@@ -236,21 +241,23 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 why = f"no result within the job's {timeout_s:.0f} s limit"
                 for k in keys:
                     if k not in results:
-                        results[k] = {"status": "TIMEOUT", "message": why if k == current else
+                        results[k] = {"status": "TIMEOUT", "message": why if k in inflight else
                                       "not run: the job's time limit was spent"}
                 break
             if hung:
-                results[current] = {"status": "TIMEOUT", "message": f"no result within {wl_limit:.0f} s, one "
-                                    f"workload's share of the job's {timeout_s:.0f} s limit"}
+                for k in hung:
+                    results[k] = {"status": "TIMEOUT", "message": f"no result within {wl_limit:.0f} s, one "
+                                  f"workload's share of the job's {timeout_s:.0f} s limit"}
                 continue
-            if current is None:
+            if not inflight:
                 # The judge died outside any kernel: infrastructure, not a kernel verdict.
                 raise BenchError(f"bench worker exited with code {proc.returncode} outside any kernel:\n"
                                  f"{hygiene.redact(stderr_tail, hide)}",
                                  "run `autogk doctor` to check torch and triton")
-            results[current] = {"status": "RUNTIME_ERROR",
-                                "message": f"worker process died (exit code {proc.returncode}) while this "
-                                           f"kernel ran: {stderr_tail[-800:].strip()}"}
+            for k in inflight:
+                results[k] = {"status": "RUNTIME_ERROR",
+                              "message": f"the judge process died (exit code {proc.returncode}) while this "
+                                         f"kernel ran: {stderr_tail[-800:].strip()}"}
     finally:
         shutil.rmtree(d, ignore_errors=True)
     labels: dict[str, dict[str, Any]] = {}

@@ -59,21 +59,20 @@ _CUDART = []
 
 
 def cudart():
-    """The CUDA runtime torch loaded (found in this process's maps, so it is the same instance)."""
+    """The CUDA runtime torch loaded (found in this process's maps, so it is the same instance), or
+    None: then the L2 checks are skipped and the timing says so (`l2_reset`)."""
     if not _CUDART:
         lib = None
         try:
             with open("/proc/self/maps") as f:
-                paths = sorted({line.split()[-1] for line in f if "libcudart" in line and "/" in line})
+                paths = sorted({line.split()[-1] for line in f if "libcudart.so" in line and "/" in line})
             for p in paths:
-                lib = ctypes.CDLL(p)
-                break
-        except OSError:
-            pass
-        if lib is None:
-            import ctypes.util
-            name = ctypes.util.find_library("cudart")
-            lib = ctypes.CDLL(name) if name else None
+                cand = ctypes.CDLL(p)
+                if hasattr(cand, "cudaDeviceSetLimit") and hasattr(cand, "cudaCtxResetPersistingL2Cache"):
+                    lib = cand
+                    break
+        except Exception:  # noqa: BLE001 - no runtime to reach: the timer still works without the check
+            lib = None
         _CUDART.append(lib)
     return _CUDART[0]
 
@@ -82,21 +81,27 @@ def persisting_l2_limit() -> int | None:
     lib = cudart()
     if lib is None:
         return None
-    v = ctypes.c_size_t(0)
-    if lib.cudaDeviceGetLimit(ctypes.byref(v), CUDA_LIMIT_PERSISTING_L2) != 0:
+    try:
+        v = ctypes.c_size_t(0)
+        if lib.cudaDeviceGetLimit(ctypes.byref(v), ctypes.c_int(CUDA_LIMIT_PERSISTING_L2)) != 0:
+            return None
+        return int(v.value)
+    except Exception:  # noqa: BLE001
         return None
-    return int(v.value)
 
 
-def reset_persisting_l2() -> bool:
-    """No carve-out for persisting lines, and any persisting line back to normal; False when no runtime."""
+def reset_persisting_l2() -> str:
+    """No carve-out for persisting lines, and any persisting line back to normal: 'ok', or why not."""
     lib = cudart()
     if lib is None:
-        return False
-    torch.cuda.synchronize()
-    ok = lib.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0)) == 0
-    ok = lib.cudaCtxResetPersistingL2Cache() == 0 and ok
-    return ok
+        return "no CUDA runtime library found in this process"
+    try:
+        torch.cuda.synchronize()
+        a = lib.cudaDeviceSetLimit(ctypes.c_int(CUDA_LIMIT_PERSISTING_L2), ctypes.c_size_t(0))
+        b = lib.cudaCtxResetPersistingL2Cache()
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+    return "ok" if a == 0 and b == 0 else f"cudaDeviceSetLimit -> {a}, cudaCtxResetPersistingL2Cache -> {b}"
 
 
 class TimerError(Exception):
@@ -135,8 +140,8 @@ class DeviceTimer:
 
     # -- device time -----------------------------------------------------------------------------
 
-    def reset_persisting_l2(self) -> None:
-        reset_persisting_l2()
+    def reset_persisting_l2(self) -> str:
+        return reset_persisting_l2()
 
     def persisting_l2_left(self) -> str | None:
         """Why the L2 is not as reset_persisting_l2 left it, or None."""

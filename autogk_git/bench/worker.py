@@ -590,7 +590,8 @@ class RemoteKernel:
 
 
 def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:
-    """One process per label, all importing at once (their start-up costs overlap)."""
+    """One process per label, all importing at once (their start-up costs overlap with each other's
+    and with the judge's own); `ready_kernels` waits for the imports."""
     settings = job.get("settings", {})
     extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
     env = hygiene.scrub_env(os.environ, extra)
@@ -603,9 +604,50 @@ def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, R
                                       emit)
     for k in kernels.values():
         k.start()
+    return kernels
+
+
+def ready_kernels(kernels: dict[str, RemoteKernel]) -> None:
     for k in kernels.values():
         k.load_error = k.ready()  # an import that fails once fails for every workload: not retried
-    return kernels
+
+
+def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
+              emit_done: bool) -> dict[str, dict]:
+    """Correctness records for every (label, workload) asked for. Labels in their own processes are
+    checked side by side (one judge thread each: the judge mostly waits on them); in-process ones
+    one after the other."""
+    import threading
+    recs: dict[str, dict] = {}
+    errors: list[BaseException] = []
+
+    def one(label: str, run, load_error) -> None:
+        try:
+            for i, wl in enumerate(job["workloads"]):
+                key = f"{label}:{wl['uuid']}"
+                if only is not None and key not in only:
+                    continue
+                emit(event="start", label=label, uuid=wl["uuid"])
+                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
+                if emit_done:
+                    emit(**recs[key])
+        except BaseException as e:  # noqa: BLE001 - re-raised in the judge's main thread
+            errors.append(e)
+
+    remote = [v for v in kernels.values() if isinstance(v[0], RemoteKernel) or v[1]]
+    if len(kernels) > 1 and len(remote) == len(kernels):
+        threads = [threading.Thread(target=one, args=(label, run, err), name=f"judge-{label}")
+                   for label, (run, err) in kernels.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for label, (run, err) in kernels.items():
+            one(label, run, err)
+    if errors:
+        raise errors[0]
+    return recs
 
 
 LIMITS = {"job_deadline": math.inf, "workload_s": math.inf, "job_s": math.inf}
@@ -765,9 +807,10 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
         fn(*warm_set, *warm_outs)
     sync(device)
     reset = getattr(method_timer, "reset_persisting_l2", None)
-    if reset is not None:
-        reset()
+    l2 = reset() if reset is not None else None
     t = method_timer.time_calls([lambda a=a, o=o: fn(*a, *o) for a, o in zip(sets, outs)])
+    if l2 is not None:
+        t["l2_reset"] = l2
     left = getattr(method_timer, "persisting_l2_left", None)
     msg = left() if left is not None else None
     if msg:
@@ -908,6 +951,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 fig[u][label].append(got[label]["us"])
                 fig[u]["host_" + label].append(got[label]["host_us"])
             fig[u]["method"] = got[cand.label]["method"]
+            if got[cand.label].get("l2_reset"):
+                fig[u]["l2_reset"] = got[cand.label]["l2_reset"]
             lr = math.log(max(got[cand.label]["us"], 1e-9) / max(got[base.label]["us"], 1e-9))
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
@@ -955,14 +1000,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
     """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
     stage = job["stage"]
     settings = job.get("settings", {})
-    recs: dict[str, dict] = {}
-    for label, (run, load_error) in kernels.items():
-        for i, wl in enumerate(job["workloads"]):
-            key = f"{label}:{wl['uuid']}"
-            if only is not None and key not in only:
-                continue
-            emit(event="start", label=label, uuid=wl["uuid"])
-            recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
+    recs = check_all(kernels, job, inputs, reference, device, only, emit, emit_done=False)
     cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
     if stage == "ab":
         base = TimedKernel("parent", kernels.get("parent", (None, None))[0], True)
@@ -999,6 +1037,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
         if "timer_error" in f:
             c["timer_error"] = f["timer_error"][:300]
+        if "l2_reset" in f:
+            c["l2_reset"] = f["l2_reset"][:200]
         base_lat = _med(f[base.label])
         if stage == "ab":
             p = recs[f"parent:{u}"]
@@ -1077,19 +1117,23 @@ def main(argv: list[str]) -> int:
     device = job.get("settings", {}).get("device", "cpu")
     progress = open(out_dir / "progress.jsonl", "a", buffering=1)
     seq = [0]
+    import threading
+    lock = threading.Lock()
 
     def emit(**rec) -> None:
         body = json.dumps(rec)
-        seq[0] += 1
-        mac = hmac.new(key, f"{seq[0]}:{body}".encode(), hashlib.sha256).hexdigest()
-        progress.write(json.dumps({"seq": seq[0], "rec": rec, "mac": mac}) + "\n")
-        progress.flush()
-        os.fsync(progress.fileno())
+        with lock:
+            seq[0] += 1
+            mac = hmac.new(key, f"{seq[0]}:{body}".encode(), hashlib.sha256).hexdigest()
+            progress.write(json.dumps({"seq": seq[0], "rec": rec, "mac": mac}) + "\n")
+            progress.flush()
+            os.fsync(progress.fileno())
 
-    emit(event="env", environment=environment(device))
     tmp = Path(tempfile.mkdtemp(prefix="autogk-worker-"))
     hygiene.mark_owner(tmp)
     try:
+        remote = start_kernels(job, tmp / "kernels", device, emit, only)  # first: they import meanwhile
+        emit(event="env", environment=environment(device))
         gen_module = None
         if job.get("generator"):  # the target's own generator: trusted, not editable by agents
             try:
@@ -1099,18 +1143,12 @@ def main(argv: list[str]) -> int:
                 return 2
         inputs = Inputs(job, device, gen_module)
         reference = load_reference(job["definition"])
-        remote = start_kernels(job, tmp / "kernels", device, emit, only)
+        ready_kernels(remote)
         kernels = {label: (k, k.load_error) for label, k in remote.items()}
         if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
             run_timed(job, kernels, inputs, reference, device, only, emit)
         else:
-            for label, (run, load_error) in kernels.items():
-                for i, wl in enumerate(job["workloads"]):
-                    key_ = f"{label}:{wl['uuid']}"
-                    if only is not None and key_ not in only:
-                        continue
-                    emit(event="start", label=label, uuid=wl["uuid"])
-                    emit(**correctness_record(label, run, load_error, i, wl, job, inputs, reference, device))
+            check_all(kernels, job, inputs, reference, device, only, emit, emit_done=True)
         for k in remote.values():
             k.close()
         emit(event="end")
