@@ -29,7 +29,8 @@ LAYERS = [
                 "autogk_git.examples", "autogk_git.resources", "autogk_git"]),
 ]
 # Run on the benchmark machine beside the worker: the standard library, torch, triton, safetensors only.
-WORKER_FILES = ["bench/worker.py", "bench/stats.py", "bench/timing.py", "bench/rules.py"]
+WORKER_FILES = ["bench/worker.py", "bench/candidate.py", "bench/stats.py", "bench/timing.py", "bench/status.py",
+                "bench/hygiene.py", "bench/rules.py"]
 WORKER_ALLOWED = {"torch", "triton", "safetensors", "numpy"}
 
 

@@ -91,7 +91,8 @@ def test_a_crashing_kernel_is_a_status_and_the_next_job_runs(backend):
     out = backend.run(job("quick", {"crash": {"kernel.py": CRASH}, "honest": src("honest")}), 300)
     assert all(r["status"] == "RUNTIME_ERROR" for r in out["labels"]["crash"].values())
     assert all(r["status"] == "PASSED" for r in out["labels"]["honest"].values())
-    assert out["attempts"] >= 2
+    # The judge starts the crashed kernel's process again for each workload: one job attempt suffices.
+    assert all("CUDA" in r["message"] or "died" in r["message"] for r in out["labels"]["crash"].values())
     again = backend.run(job("quick", {"honest": src("honest")}), 300)
     assert all(r["status"] == "PASSED" for r in again["labels"]["honest"].values())
 

@@ -1,118 +1,272 @@
-"""Runs the bench worker in a subprocess with a time limit, restarting it past crashes.
+"""Runs the bench judge (worker.py) in a subprocess with a time limit, restarting it past crashes.
 
-A kernel that raises, hangs, fails to compile or kills its process becomes a status in the result;
-the worker is restarted on what is left, so one bad workload never costs the others.
+The judge starts one process per kernel label (candidate.py) and never imports a kernel itself. A
+kernel that raises, hangs, fails to compile, crashes at import or kills its process becomes a status
+in the result; the judge is restarted on what is left, so one bad workload never costs the others.
+
+What this side adds to the judge's own defences:
+- the key: a random key goes to the judge on stdin; every progress line carries an HMAC under it,
+  and lines that do not verify (a kernel writing "PASSED" into any file it finds) are dropped;
+- limits: the job's limit, and one workload's share of it (`workload_timeout_s` in the job's
+  settings, else half the job's): a hang costs its own workload, the rest still run while time is left;
+- ending: the judge gets SIGTERM (it ends its kernel processes and whatever they left), then its
+  group, every process a kernel started and every process carrying the job's tag gets SIGKILL;
+- secrets: the judge's environment is scrubbed (hygiene.scrub_env), and every message in the
+  result is redacted with the secret values of this process's environment;
+- temp folders: the job's folder is removed whatever happens; stale ones of dead runs are swept.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from autogk_git.bench import hygiene
 from autogk_git.errors import BenchError
 
-WORKER = Path(__file__).with_name("worker.py")
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "worker.py"
 # Shipped beside the worker: it imports them by these names wherever it runs (stdlib + torch + triton).
-HELPERS = {"autogk_stats.py": Path(__file__).with_name("stats.py"),
-           "autogk_timing.py": Path(__file__).with_name("timing.py"),
-           "autogk_rules.py": Path(__file__).with_name("rules.py")}
+HELPERS = {"candidate.py": HERE / "candidate.py",
+           "autogk_stats.py": HERE / "stats.py",
+           "autogk_timing.py": HERE / "timing.py",
+           "autogk_status.py": HERE / "status.py",
+           "autogk_hygiene.py": HERE / "hygiene.py",
+           "autogk_rules.py": HERE / "rules.py"}
+TERM_GRACE_S = 3.0       # the judge's time to end its kernel processes after SIGTERM
+WATCHDOG_GRACE_S = 30.0  # the judge enforces the workload limit itself; this catches a judge that hangs
+POLL_S = 0.1
+
+OnProgress = Callable[[str, str, str, float], None]
+"""on_progress(label, uuid, status, elapsed_s): called as each (label, workload) gets its status;
+elapsed_s counts from the job's start."""
 
 
-def _read_progress(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
+class ProgressReader:
+    """Reads the judge's progress file as it grows, keeping only lines whose HMAC verifies."""
+
+    def __init__(self, path: Path, key: bytes) -> None:
+        self.path, self.key = path, key
+        self.offset = 0
+        self.last_seq = 0
+        self.forged = 0
+        self._partial = b""
+
+    def new(self) -> list[dict[str, Any]]:
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a crash
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # a line still being written (or cut by a crash)
+        out = []
+        for line in lines:
+            rec = self._verify(line)
+            if rec is None:
+                if line.strip():
+                    self.forged += 1
+            else:
+                out.append(rec)
+        return out
+
+    def _verify(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            obj = json.loads(line)
+            seq, rec, mac = int(obj["seq"]), obj["rec"], str(obj["mac"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        want = hmac.new(self.key, f"{seq}:{json.dumps(rec)}".encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(want, mac) or seq <= self.last_seq:
+            return None  # forged, or a genuine line replayed
+        self.last_seq = seq
+        return rec
+
+
+def workload_limit(job: dict[str, Any], timeout_s: float) -> float:
+    s = job.get("settings", {})
+    if s.get("workload_timeout_s"):
+        return float(s["workload_timeout_s"])
+    return max(5.0, timeout_s / 2)
+
+
+def _write_judge(d: Path, extra_files: dict[str, Path] | None) -> Path:
+    """The judge's files, written again before every attempt: a kernel may have edited them."""
+    worker = d / "worker.py"
+    worker.write_text(WORKER.read_text())
+    for name, src in {**HELPERS, **(extra_files or {})}.items():
+        (d / name).write_text(src.read_text())
+    return worker
+
+
+def _end(proc: subprocess.Popen, children: list[int], tag: str) -> None:
+    """SIGTERM the judge (it ends its kernel processes), then SIGKILL everything of this job."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=TERM_GRACE_S)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
             pass
-    return out
+    hygiene.kill_tree(proc.pid)
+    for pid in children:
+        hygiene.kill_tree(pid)
+    hygiene.kill_pids(hygiene.tagged(tag))
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
-               extra_files: dict[str, Path] | None = None) -> dict[str, Any]:
-    """Run `job` to completion; return {labels, environment, attempts, stderr_tail}."""
+               extra_files: dict[str, Path] | None = None,
+               on_progress: OnProgress | None = None) -> dict[str, Any]:
+    """Run `job` to completion; return {labels, environment, attempts, records, stderr_tail, ...}."""
+    hygiene.sweep_stale()
     keys = [f"{label}:{wl['uuid']}" for label in job["sources"] for wl in job["workloads"]]
+    settings = job.get("settings", {})
+    extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
+    hide = sorted(set(hygiene.secret_values(os.environ, extra)) | set(hygiene.secret_values(env, extra)),
+                  key=len, reverse=True)
+    tag = secrets.token_hex(16)
+    judge_env = hygiene.scrub_env(env, extra)
+    judge_env[hygiene.TAG_VAR] = tag
+    wl_limit = workload_limit(job, timeout_s)
     results: dict[str, dict[str, Any]] = {}
     records: list[dict[str, Any]] = []
     summaries: dict[str, dict[str, Any]] = {}
     environment: dict[str, Any] = {}
-    deadline = time.monotonic() + timeout_s
+    t_start = time.monotonic()
+    deadline = t_start + timeout_s
     attempts = 0
+    forged = 0
     stderr_tail = ""
-    with tempfile.TemporaryDirectory(prefix="autogk-job-") as d:
-        d = Path(d)
+    d = Path(tempfile.mkdtemp(prefix="autogk-job-"))
+    try:
+        hygiene.mark_owner(d)
         (d / "job.json").write_text(json.dumps(job))
-        worker = d / "worker.py"
-        worker.write_text(WORKER.read_text())
-        for name, src in {**HELPERS, **(extra_files or {})}.items():
-            (d / name).write_text(src.read_text())
         while len(results) < len(keys):
-            attempts += 1
             pending = [k for k in keys if k not in results]
+            left = deadline - time.monotonic()
+            if left <= 1.0:
+                for k in pending:
+                    results[k] = {"status": "TIMEOUT", "message": "not run: the job's time limit was spent"}
+                break
+            attempts += 1
             out = d / f"attempt{attempts}"
             out.mkdir()
-            left = deadline - time.monotonic()
-            cmd = [sys.executable, str(worker), str(d / "job.json"), str(out), "--only", ",".join(pending)]
-            proc = subprocess.Popen(cmd, cwd=str(d), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
+            worker = _write_judge(d, extra_files)
+            key = secrets.token_hex(32)
+            cmd = [sys.executable, str(worker), str(d / "job.json"), str(out), "--only", ",".join(pending),
+                   "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}", "--job-limit", f"{timeout_s:.1f}"]
+            errf = d / f"attempt{attempts}.stderr"
+            with open(errf, "wb") as err:
+                # stdout/stderr to a file, never a pipe: a kernel's daemon holding the pipe open would
+                # keep a reader waiting past every limit.
+                proc = subprocess.Popen(cmd, cwd=str(d), env=judge_env, stdin=subprocess.PIPE, stdout=err,
+                                        stderr=err, start_new_session=True)
+            proc.stdin.write(key.encode() + b"\n")
+            proc.stdin.close()
+            reader = ProgressReader(out / "progress.jsonl", key.encode())
+            children: list[int] = []
+            # (label:uuid) -> since when: labels are checked side by side, so more than one at a time.
+            inflight: dict[str, float] = {}
             timed_out = False
-            try:
-                _, err = proc.communicate(timeout=max(left, 0.1))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                _, err = proc.communicate()
-            stderr_tail = err.decode(errors="replace")[-3000:]
-            current = None
-            for rec in _read_progress(out / "progress.jsonl"):
+            hung: list[str] = []
+
+            def handle(rec: dict[str, Any]) -> None:
+                nonlocal environment
                 ev = rec.get("event")
                 if ev == "env":
                     environment = rec["environment"]
-                elif ev in ("start", "at"):  # "at": timing rounds moved on to this kernel and workload
-                    current = f"{rec['label']}:{rec['uuid']}"
+                elif ev == "child":
+                    children.append(int(rec["pid"]))
+                elif ev == "start":
+                    inflight[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
+                elif ev == "at":  # timing rounds moved on to this kernel and workload: one at a time
+                    inflight.clear()
+                    inflight[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
                 elif ev == "done":
-                    key = f"{rec['label']}:{rec['uuid']}"
-                    results[key] = {k: v for k, v in rec.items() if k not in ("event", "label", "uuid")}
-                    current = None
+                    k = f"{rec['label']}:{rec['uuid']}"
+                    results[k] = {k2: v for k2, v in rec.items() if k2 not in ("event", "label", "uuid")}
+                    inflight.pop(k, None)
+                    if on_progress is not None:
+                        on_progress(rec["label"], rec["uuid"], str(rec.get("status")), time.monotonic() - t_start)
                 elif ev in ("ab", "timing"):  # a timed stage's summary
-                    summaries[ev] = {k: v for k, v in rec.items() if k != "event"}
+                    summaries[ev] = {k2: v for k2, v in rec.items() if k2 != "event"}
                 elif ev == "fatal":
-                    raise BenchError(f"bench worker: {rec['message']}", "fix the target's inputs.py")
-                else:
+                    raise BenchError(f"bench worker: {hygiene.redact(rec['message'], hide)}",
+                                     "fix the target's inputs.py")
+                elif ev != "end":
                     records.append(rec)
+
+            try:
+                while True:
+                    rc = proc.poll()
+                    for rec in reader.new():
+                        handle(rec)
+                    if rc is not None:
+                        break
+                    now = time.monotonic()
+                    if now > deadline:
+                        timed_out = True
+                        break
+                    hung = [k for k, since in inflight.items() if now - since > wl_limit + WATCHDOG_GRACE_S]
+                    if hung:
+                        break
+                    time.sleep(POLL_S)
+            finally:
+                _end(proc, children, tag)
+            for rec in reader.new():
+                handle(rec)
+            forged += reader.forged
+            try:
+                stderr_tail = errf.read_text(errors="replace")[-3000:]
+            except OSError:
+                stderr_tail = ""
             if len(results) == len(keys):
                 break
             if timed_out:
                 why = f"no result within the job's {timeout_s:.0f} s limit"
                 for k in keys:
                     if k not in results:
-                        results[k] = {"status": "TIMEOUT", "message": why if k == current else
+                        results[k] = {"status": "TIMEOUT", "message": why if k in inflight else
                                       "not run: the job's time limit was spent"}
                 break
-            if current is None:
-                # The worker died outside any kernel: infrastructure, not a kernel verdict.
+            if hung:
+                for k in hung:
+                    results[k] = {"status": "TIMEOUT", "message": f"no result within {wl_limit:.0f} s, one "
+                                  f"workload's share of the job's {timeout_s:.0f} s limit"}
+                continue
+            if not inflight:
+                # The judge died outside any kernel: infrastructure, not a kernel verdict.
                 raise BenchError(f"bench worker exited with code {proc.returncode} outside any kernel:\n"
-                                 f"{stderr_tail}", "run `autogk doctor` to check torch and triton")
-            results[current] = {"status": "RUNTIME_ERROR",
-                                "message": f"worker process died (exit code {proc.returncode}): "
-                                           f"{stderr_tail[-800:].strip()}"}
+                                 f"{hygiene.redact(stderr_tail, hide)}",
+                                 "run `autogk doctor` to check torch and triton")
+            for k in inflight:
+                results[k] = {"status": "RUNTIME_ERROR",
+                              "message": f"the judge process died (exit code {proc.returncode}) while this "
+                                         f"kernel ran: {stderr_tail[-800:].strip()}"}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     labels: dict[str, dict[str, Any]] = {}
     for label in job["sources"]:
         labels[label] = {wl["uuid"]: results[f"{label}:{wl['uuid']}"] for wl in job["workloads"]}
-    return {"labels": labels, "environment": environment, "attempts": attempts, "records": records,
-            "stderr_tail": stderr_tail if attempts > 1 else "", **summaries}
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    if forged:
+        records.append({"event": "forged_progress", "lines": forged,
+                        "message": f"{forged} progress line(s) failed their HMAC and were ignored"})
+    out = {"labels": labels, "environment": environment, "attempts": attempts, "records": records,
+           "stderr_tail": stderr_tail if attempts > 1 else "", **summaries}
+    return hygiene.redact(out, hide)

@@ -21,11 +21,20 @@ so each call reads its inputs from device memory, and each call gets its own fre
 If a timer fails on a kernel (a graph cannot be captured, the profiler misses a flush), the worker
 times that workload with the other of cupti/cudagraph, for both kernels of the pair, and records it.
 
+Two checks ride on every timing, because the kernel under test runs in this process: the
+persisting-L2 carve-out is set to 0 and its lines reset before each timed batch (a kernel that pinned
+its inputs in L2 with an access window would otherwise skip device memory), and read again after it
+(set during the calls: the worker's L2_PERSISTING status); and with `cupti`, CUDA events on the
+caller's stream bracket each call, so device time that the caller's stream did not wait for (work
+launched on another stream and not joined back) shows as device time above the caller-stream
+elapsed time (the worker's STREAM_ORDER status).
+
 `sync_latency` is the host-inclusive figure reported beside the device time: synchronize, events
 around one call, as flashinfer-bench 0.1.2's `Benchmark` times (it reports the mean of these).
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Callable, Sequence
 
@@ -41,6 +50,58 @@ FLUSH_KERNEL = "_autogk_l2_flush"
 def _autogk_l2_flush(ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
+
+
+CUDA_LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
+STREAM_RATIO = 1.5   # device time above this many times the caller stream's elapsed time ...
+STREAM_SLACK_US = 2.0  # ... plus this per call (event resolution), is work off the caller's stream
+_CUDART = []
+
+
+def cudart():
+    """The CUDA runtime torch loaded (found in this process's maps, so it is the same instance), or
+    None: then the L2 checks are skipped and the timing says so (`l2_reset`)."""
+    if not _CUDART:
+        lib = None
+        try:
+            with open("/proc/self/maps") as f:
+                paths = sorted({line.split()[-1] for line in f if "libcudart.so" in line and "/" in line})
+            for p in paths:
+                cand = ctypes.CDLL(p)
+                if hasattr(cand, "cudaDeviceSetLimit") and hasattr(cand, "cudaCtxResetPersistingL2Cache"):
+                    lib = cand
+                    break
+        except Exception:  # noqa: BLE001 - no runtime to reach: the timer still works without the check
+            lib = None
+        _CUDART.append(lib)
+    return _CUDART[0]
+
+
+def persisting_l2_limit() -> int | None:
+    lib = cudart()
+    if lib is None:
+        return None
+    try:
+        v = ctypes.c_size_t(0)
+        if lib.cudaDeviceGetLimit(ctypes.byref(v), ctypes.c_int(CUDA_LIMIT_PERSISTING_L2)) != 0:
+            return None
+        return int(v.value)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def reset_persisting_l2() -> str:
+    """No carve-out for persisting lines, and any persisting line back to normal: 'ok', or why not."""
+    lib = cudart()
+    if lib is None:
+        return "no CUDA runtime library found in this process"
+    try:
+        torch.cuda.synchronize()
+        a = lib.cudaDeviceSetLimit(ctypes.c_int(CUDA_LIMIT_PERSISTING_L2), ctypes.c_size_t(0))
+        b = lib.cudaCtxResetPersistingL2Cache()
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+    return "ok" if a == 0 and b == 0 else f"cudaDeviceSetLimit -> {a}, cudaCtxResetPersistingL2Cache -> {b}"
 
 
 class TimerError(Exception):
@@ -79,15 +140,34 @@ class DeviceTimer:
 
     # -- device time -----------------------------------------------------------------------------
 
+    def reset_persisting_l2(self) -> str:
+        return reset_persisting_l2()
+
+    def persisting_l2_left(self) -> str | None:
+        """Why the L2 is not as reset_persisting_l2 left it, or None."""
+        v = persisting_l2_limit()
+        if v:
+            return f"the persisting-L2 limit is {v} bytes after the timed calls (it was reset to 0)"
+        return None
+
     def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 3) -> dict:
-        """Device time of one call, in microseconds: {'us': median, 'samples': [...], 'method': ...}."""
+        """Device time of one call, in microseconds: {'us': median, 'samples': [...], 'method': ...};
+        with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged."""
+        out: dict = {"method": self.method}
         if self.method == "cudagraph":
             samples = self._graph(calls, replays)
         elif self.method == "cupti":
-            samples = self._cupti(calls)
+            samples, stream = self._cupti(calls)
+            out["stream_us"] = _median(stream)
+            dev, ela = math.fsum(samples), math.fsum(stream)
+            if dev > STREAM_RATIO * ela + STREAM_SLACK_US * len(calls):
+                out["stream_gap"] = (f"device time {dev / len(calls):.2f} us per call, but the caller's stream "
+                                     f"waited only {ela / len(calls):.2f} us: work ran on another stream "
+                                     "without the caller's stream waiting for it")
         else:
             samples = self._events(calls)
-        return {"us": _median(samples), "samples": samples, "method": self.method}
+        out.update(us=_median(samples), samples=samples)
+        return out
 
     def _graph(self, calls: Sequence[Callable[[], object]], replays: int) -> list[float]:
         stream = torch.cuda.Stream()
@@ -137,13 +217,19 @@ class DeviceTimer:
         torch.cuda.synchronize()
         return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
 
-    def _cupti(self, calls: Sequence[Callable[[], object]]) -> list[float]:
+    def _cupti(self, calls: Sequence[Callable[[], object]]) -> tuple[list[float], list[float]]:
         from torch.profiler import ProfilerActivity, profile
+        starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        for e in (*starts, *ends):  # created lazily on first record: prime them outside the profile
+            e.record()
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for c in calls:
+            for c, s, e in zip(calls, starts, ends):
                 self.flush()
+                s.record()
                 c()
+                e.record()
             torch.cuda.synchronize()
         kernels = []
         try:  # the profiler's event API moves between torch versions: a parse failure is the timer's
@@ -161,7 +247,7 @@ class DeviceTimer:
                 per_call[-1] += float(dur)
         if len(per_call) != len(calls):
             raise TimerError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls")
-        return per_call
+        return per_call, [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
 
     # -- host-inclusive latency and the memory ceiling -----------------------------------------------
 

@@ -1,23 +1,36 @@
-"""The bench worker: runs ON the benchmark machine, in its own process, one job at a time.
+"""The bench judge: runs ON the benchmark machine, in its own process, one job at a time.
 
 It imports only the standard library, torch and triton (safetensors when a workload needs a blob),
-and its helper modules shipped beside it (autogk_rules, autogk_stats, autogk_timing), so the same file runs on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
-Modal container. It is never edited by an agent.
+so the same file runs on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
+Modal container. It is never edited by an agent, and it never imports a kernel: each kernel label
+gets its own process (`candidate.py`, started once per job and reused across workloads), which
+receives the inputs and poisoned outputs the judge made, runs the kernel, and answers "done" (and,
+when timed, its timings). Inputs, reference outputs, comparisons, statuses and the progress record
+stay here, out of the kernel's reach.
 
-    python worker.py JOB.json OUT_DIR [--only LABEL:UUID,...]
+    python worker.py JOB.json OUT_DIR [--only LABEL:UUID,...] [--deadline S] [--workload-limit S]
 
-For every (label, workload) it appends one JSON line to OUT_DIR/progress.jsonl: a "start" line
-before touching the kernel and a "done" line after, so the parent can tell which workload a crash
-or a hang happened in and restart the worker on what is left.
+The first line of stdin is the job's key: every line of OUT_DIR/progress.jsonl carries an HMAC of
+the record under it, so the runner ignores lines a kernel forged (it runs as the same user and can
+write any file the judge can). For every (label, workload) there is a "start" line before the
+kernel is called and a "done" line after, so the parent can tell which workload a crash or a hang
+happened in and restart the judge on what is left.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import importlib
 import importlib.util
 import json
 import math
 import os
 import platform
 import random
+import shutil
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +40,7 @@ from pathlib import Path
 import torch
 
 
-def _sibling(name: str, package_name: str):
+def _sibling(name: str, package_name: str = "autogk_git.bench"):
     """A helper module shipped beside this file (autogk_<name>.py), else the package's own."""
     try:
         return importlib.import_module(f"autogk_{name}")
@@ -35,7 +48,14 @@ def _sibling(name: str, package_name: str):
         return importlib.import_module(f"{package_name}.{name}")
 
 
-rules = _sibling("rules", "autogk_git.bench")  # how outputs are judged: exact, tolerance, top-k set
+Status = _sibling("status").Status
+hygiene = _sibling("hygiene")
+
+DPS_HINT = ("run() must write its results into the output tensors it is given (the arguments after the "
+            "inputs, e.g. `output.copy_(y)` or a Triton kernel storing through the output's pointer) and "
+            "return None")
+
+rules = _sibling("rules")  # how outputs are judged: exact, tolerance, top-k set by score
 TOLERANCES = rules.TOLERANCES
 
 DTYPES = {
@@ -49,7 +69,7 @@ DTYPES = {
 class KernelFailure(Exception):
     """A failure that is the kernel's, carried with its status."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
         self.status = status
 
@@ -190,7 +210,7 @@ def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, to
     try:
         return rules.judge(name, dtype_name, out, ref, TARGET_RULES.get(name), named, axes, TARGET, tolerances)
     except rules.Mismatch as e:
-        raise KernelFailure(e.status, str(e)) from None
+        raise KernelFailure(Status(e.status), str(e)) from None
     except rules.BadReference as e:
         raise HarnessFailure(str(e)) from None
 
@@ -206,8 +226,56 @@ def set_target(module) -> None:
 
 
 def sync(device: str) -> None:
+    """Device-wide synchronize: for the harness's own work only, never between a kernel and the read
+    of its outputs (that would let work on another stream finish first; see stream_wait)."""
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def warm_profiler() -> None:
+    """Start and stop torch.profiler (CUPTI) once: its first start in a process costs seconds, which
+    would otherwise land inside the first timed round."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        x = torch.zeros(1, device="cuda")
+        with profile(activities=[ProfilerActivity.CUDA]):
+            x.add_(1)
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - a profiler that cannot start fails again, visibly, when timing
+        pass
+
+
+def stream_wait(device: str) -> None:
+    """Wait for what is queued on the caller's (current) stream, and for nothing else: a kernel's
+    outputs must be ready in its caller's stream order, as a consumer on that stream would read them."""
+    if device.startswith("cuda"):
+        ev = torch.cuda.Event()
+        ev.record(torch.cuda.current_stream())
+        ev.synchronize()
+
+
+def is_dps_return(returned, outs: list) -> bool:
+    """run() returned None, or the very output tensors it was given (writing them and returning them
+    is still destination passing); anything else is a result handed back instead of written."""
+    if returned is None:
+        return True
+    got = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    if len(got) != len(outs):
+        return False
+    return all(isinstance(g, torch.Tensor) and g.data_ptr() == o.data_ptr() and g.shape == o.shape
+               and g.dtype == o.dtype for g, o in zip(got, outs))
+
+
+def invoke(run, inputs: list, outs: list, device: str) -> None:
+    """One call of a destination-passing kernel; returns once its outputs are ready in stream order."""
+    if isinstance(run, RemoteKernel):
+        run.call(inputs, outs)
+        return
+    returned = run(*inputs, *outs)
+    stream_wait(device)
+    if not is_dps_return(returned, outs):
+        raise KernelFailure(Status.NOT_DESTINATION_PASSING,
+                            f"run() returned a {type(returned).__name__} instead of writing its outputs: {DPS_HINT}")
 
 
 def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, device: str,
@@ -221,14 +289,7 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
     else:
         poison(outs, poison_seed)
     saved = [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    returned = run(*inputs, *outs)
-    sync(device)
-    if returned is not None:
-        returned = as_tuple(returned)
-        if len(returned) != len(outs) or any(not isinstance(r, torch.Tensor) for r in returned):
-            raise KernelFailure("INCORRECT_SHAPE", "run() must write its outputs in place and return None "
-                                "(destination-passing style)")
-        outs = list(returned)
+    invoke(run, inputs, outs, device)
     check_inputs(definition, inputs, saved)
     return check_outputs(definition, outs, ref_out, tolerances, inputs, axes)
 
@@ -247,11 +308,12 @@ def poison(outs: list, poison_seed: int) -> None:
 def check_inputs(definition: dict, inputs: list, saved: list) -> None:
     for i, (name, x) in enumerate(zip(definition["inputs"], inputs)):
         if isinstance(x, torch.Tensor) and not torch.equal(bits(x), saved[i]):
-            raise KernelFailure("INPUT_MODIFIED", f"input {name} was changed by the kernel")
+            raise KernelFailure(Status.INPUT_MODIFIED, f"input {name} was changed by the kernel")
 
 
 def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict, inputs: list | None = None,
                   axes: dict | None = None) -> dict:
+    """The one comparison entry point: every output against the reference's, by its declared rule."""
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     for (name, spec), out, ref in zip(definition["outputs"].items(), outs, ref_out):
         ref = ref if isinstance(ref, torch.Tensor) else torch.tensor(ref)
@@ -265,7 +327,7 @@ def reference_outputs(reference, args: list) -> tuple:
         with torch.no_grad():
             return as_tuple(reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
     except Exception as e:  # the harness's fault, not the kernel's
-        raise HarnessFailure(f"could not make reference outputs: {short_tb(e)}") from e
+        raise HarnessFailure(f"the reference raised: {short_tb(e)}") from e
 
 
 def refill(args: list, fresh: list) -> bool:
@@ -286,14 +348,24 @@ def relabel(e: KernelFailure, when: str) -> KernelFailure:
 # The job
 # ---------------------------------------------------------------------------------------------
 
-def import_files(label: str, files: dict, root: Path, main: str = "kernel.py"):
-    """Write a kernel's files to disk (Triton's @jit needs a real file) and import the main one."""
+def write_files(label: str, files: dict, root: Path) -> Path:
+    """Write a kernel's files to root/label (Triton's @jit needs a real file); returns the folder."""
     d = root / label
     d.mkdir(parents=True, exist_ok=True)
     for rel, text in files.items():
         p = d / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
+    return d
+
+
+def import_files(label: str, files: dict, root: Path, main: str = "kernel.py"):
+    """Write a kernel's files to disk and import the main one (in this process: trusted code only)."""
+    return load_module(label, write_files(label, files, root), main)
+
+
+def load_module(label: str, d: Path, main: str = "kernel.py"):
+    """Import d/main as a fresh module, with d on sys.path for its sibling imports."""
     name = f"autogk_{label}_{os.getpid()}"
     spec = importlib.util.spec_from_file_location(name, d / main)
     mod = importlib.util.module_from_spec(spec)
@@ -307,17 +379,19 @@ def import_files(label: str, files: dict, root: Path, main: str = "kernel.py"):
 
 
 def import_kernel(label: str, files: dict, root: Path):
+    """Import a kernel into THIS process: for tools that time a known kernel by hand (benchmarks/,
+    the profiler), never for the judge, which runs kernels in a RemoteKernel."""
     mod = import_files(label, files, root)
     if not callable(getattr(mod, "run", None)):
-        raise KernelFailure("COMPILE_ERROR", "kernel.py defines no run() function")
+        raise KernelFailure(Status.COMPILE_ERROR, "kernel.py defines no run() function")
     return mod
 
 
-def classify(exc: BaseException) -> str:
+def classify(exc: BaseException) -> Status:
     mod = type(exc).__module__ or ""
     if "triton" in mod and "compil" in (mod + type(exc).__name__).lower():
-        return "COMPILE_ERROR"
-    return "RUNTIME_ERROR"
+        return Status.COMPILE_ERROR
+    return Status.RUNTIME_ERROR
 
 
 def short_tb(exc: BaseException, limit: int = 1500) -> str:
@@ -345,6 +419,264 @@ def _driver_version() -> str:
         return out.stdout.strip().splitlines()[0]
     except Exception:
         return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel processes: the judge's side
+# ---------------------------------------------------------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+_CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
+
+
+def _death(rc: int | None) -> str:
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return f"killed by signal {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit code {rc}"
+
+
+class RemoteKernel:
+    """One kernel label, run in its own process (candidate.py): started once per job, reused across
+    workloads, started again only after it died or was killed at a limit.
+
+    The judge allocates every tensor; the process gets them shared (CPU shared memory or CUDA IPC),
+    writes the outputs in place and answers. `deadline` (monotonic seconds) bounds every answer: past
+    it the process group is killed and the call is a TIMEOUT."""
+
+    dps = True
+
+    def __init__(self, label: str, files: dict, root: Path, device: str, env: dict, mem_limit: int,
+                 emit, startup_s: float = 300.0, warm_profiler: bool = False) -> None:
+        self.label, self.device, self.env, self.mem_limit = label, device, env, int(mem_limit or 0)
+        self.warm_profiler = warm_profiler
+        self.dir = write_files(label, files, root)
+        self.log = root / f"{label}.log"
+        self.emit = emit
+        self.startup_s = startup_s
+        self.proc: subprocess.Popen | None = None
+        self.conn = None
+        self.load_error: tuple[Status, str] | None = None
+        self.deadline = math.inf
+        self.starts = 0
+        _CHILDREN.append(self)
+
+    # -- process life ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        from multiprocessing.connection import Connection
+        a, b = socket.socketpair()
+        script = HERE / "candidate.py"
+        cmd = [sys.executable, str(script), str(b.fileno()), str(self.dir), self.label, self.device,
+               str(self.mem_limit), "1" if self.warm_profiler else "0"]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=str(self.dir), env=self.env, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log, pass_fds=[b.fileno()], start_new_session=True)
+        b.close()
+        self.conn = Connection(a.detach())
+        self.starts += 1
+        self.emit(event="child", label=self.label, pid=self.proc.pid)
+
+    def ready(self) -> tuple[Status, str] | None:
+        """Wait for the import; returns why it failed (a raise, no run(), a death, a hang), or None."""
+        if self.proc is None:
+            self.start()
+        deadline = min(self.deadline, time.monotonic() + self.startup_s)
+        try:
+            reply = self._recv(deadline, "importing kernel.py")
+        except KernelFailure as e:
+            return (e.status, str(e))
+        if reply[0] == "load_error":
+            self.stop()
+            return (Status(reply[1]), reply[2])
+        return None
+
+    def ensure(self) -> None:
+        """A live process with the kernel imported: started again after a death or a kill."""
+        if self.load_error:
+            raise KernelFailure(*self.load_error)
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self.start()
+            err = self.ready()
+            if err:
+                raise KernelFailure(*err)
+
+    def stop(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+        if self.proc is not None:
+            hygiene.kill_tree(self.proc.pid)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None and self.conn is not None:
+            try:
+                self.conn.send(("exit",))
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.stop()
+
+    def _tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-800:].strip()
+        except OSError:
+            return ""
+
+    def _recv(self, deadline: float, doing: str):
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                raise KernelFailure(Status.TIMEOUT, timeout_message(doing))
+            try:
+                if self.conn.poll(min(left, 0.5)):
+                    return self.conn.recv()
+            except (EOFError, OSError):
+                pass
+            else:
+                if self.proc.poll() is None:
+                    continue
+            try:
+                rc = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                rc = None
+            tail = self._tail()
+            self.stop()
+            raise KernelFailure(Status.COMPILE_ERROR if doing.startswith("importing") else Status.RUNTIME_ERROR,
+                                f"the kernel's process died while {doing} ({_death(rc)})" +
+                                (f": {tail}" if tail else ""))
+
+    def _send(self, msg: tuple, doing: str):
+        if self.device.startswith("cuda"):
+            torch.cuda.current_stream().synchronize()  # the poison and inputs are written before it reads
+        try:
+            self.conn.send(msg)
+        except (OSError, ValueError):
+            pass  # it died: _recv says how
+        return self._recv(self.deadline, doing)
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def call(self, inputs: list, outs: list) -> None:
+        self.ensure()
+        reply = self._send(("call", inputs, outs), "running the kernel")
+        if reply[0] == "not_dps":
+            raise KernelFailure(Status.NOT_DESTINATION_PASSING,
+                                f"run() returned a {reply[1]} instead of writing its outputs: {DPS_HINT}")
+        if reply[0] == "error":
+            raise KernelFailure(Status(reply[1]), reply[2])
+
+    def time(self, sets: list, outs: list, warm: list, warm_outs: list, method: str, settings: dict) -> dict:
+        self.ensure()
+        reply = self._send(("time", sets, outs, warm, warm_outs, method, settings), "timing the kernel")
+        if reply[0] == "timer_error":
+            raise _sibling("timing").TimerError(reply[1])
+        if reply[0] == "error":
+            raise KernelFailure(Status(reply[1]), reply[2])
+        return reply[1]
+
+
+def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:
+    """One process per label, all importing at once (their start-up costs overlap with each other's
+    and with the judge's own); `ready_kernels` waits for the imports."""
+    settings = job.get("settings", {})
+    extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
+    env = hygiene.scrub_env(os.environ, extra)
+    env["TMPDIR"] = str(root)  # the kernel's scratch files land in the judge's folder, removed with it
+    kernels = {}
+    for label, files in job["sources"].items():
+        if only is not None and not any(k.startswith(f"{label}:") for k in only):
+            continue
+        timed = bool(settings.get("timed")) and job.get("stage") in ("stride", "ab")
+        kernels[label] = RemoteKernel(label, files, root, device, env, int(settings.get("memory_limit_bytes", 0)),
+                                      emit, warm_profiler=timed and settings.get("timer", "cupti") == "cupti")
+    for k in kernels.values():
+        k.start()
+    return kernels
+
+
+def ready_kernels(kernels: dict[str, RemoteKernel]) -> None:
+    for k in kernels.values():
+        k.load_error = k.ready()  # an import that fails once fails for every workload: not retried
+
+
+def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
+              emit_done: bool) -> dict[str, dict]:
+    """Correctness records for every (label, workload) asked for. Labels in their own processes are
+    checked side by side (one judge thread each: the judge mostly waits on them); in-process ones
+    one after the other."""
+    import threading
+    recs: dict[str, dict] = {}
+    errors: list[BaseException] = []
+
+    def one(label: str, run, load_error) -> None:
+        try:
+            for i, wl in enumerate(job["workloads"]):
+                key = f"{label}:{wl['uuid']}"
+                if only is not None and key not in only:
+                    continue
+                emit(event="start", label=label, uuid=wl["uuid"])
+                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
+                if emit_done:
+                    emit(**recs[key])
+        except BaseException as e:  # noqa: BLE001 - re-raised in the judge's main thread
+            errors.append(e)
+
+    remote = [v for v in kernels.values() if isinstance(v[0], RemoteKernel) or v[1]]
+    if len(kernels) > 1 and len(remote) == len(kernels):
+        threads = [threading.Thread(target=one, args=(label, run, err), name=f"judge-{label}")
+                   for label, (run, err) in kernels.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for label, (run, err) in kernels.items():
+            one(label, run, err)
+    if errors:
+        raise errors[0]
+    return recs
+
+
+LIMITS = {"job_deadline": math.inf, "workload_s": math.inf, "job_s": math.inf}
+"""Set by main(): the job's end (monotonic) and one workload's share; in-process callers keep inf."""
+
+
+def timeout_message(doing: str) -> str:
+    w, j = LIMITS["workload_s"], LIMITS["job_s"]
+    if time.monotonic() >= LIMITS["job_deadline"] - 0.5 or w >= j:
+        return f"no result within the job's {j:.0f} s limit (while {doing})"
+    return f"no result within {w:.0f} s, one workload's share of the job's {j:.0f} s limit (while {doing})"
+
+
+def arm(*kernels) -> None:
+    """Give each kernel process its time for the next workload (or round of one)."""
+    end = min(LIMITS["job_deadline"], time.monotonic() + LIMITS["workload_s"])
+    for k in kernels:
+        if isinstance(k, RemoteKernel):
+            k.deadline = end
+
+
+def end_children() -> None:
+    """Every kernel process, and anything they left behind (re-parented here: this is a subreaper)."""
+    for k in _CHILDREN:
+        k.stop()
+    hygiene.kill_pids(hygiene.descendants(os.getpid()))
+    hygiene.reap_children()
 
 
 def trial_seed(job: dict, wl_index: int, trial: int) -> int:
@@ -467,15 +799,42 @@ class TimedKernel:
         self.label, self.fn, self.dps = label, fn, dps
 
 
+def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, settings: dict, method_timer,
+               device: str) -> dict:
+    """Time one DPS kernel on one round's input sets, where the kernel lives (its own process, or here
+    for tools): warm up, clear any persisting-L2 state, time, then check the kernel left the L2 and the
+    caller's stream as the timer expects. Returns the timer's figures plus the host-inclusive latency."""
+    warmup = int(settings.get("warmup", 5))
+    for _ in range(max(1, warmup)):
+        fn(*warm_set, *warm_outs)
+    sync(device)
+    reset = getattr(method_timer, "reset_persisting_l2", None)
+    l2 = reset() if reset is not None else None
+    t = method_timer.time_calls([lambda a=a, o=o: fn(*a, *o) for a, o in zip(sets, outs)])
+    if l2 is not None:
+        t["l2_reset"] = l2
+    left = getattr(method_timer, "persisting_l2_left", None)
+    msg = left() if left is not None else None
+    if msg:
+        if reset is not None:
+            reset()
+        raise KernelFailure(Status.L2_PERSISTING, f"while timed: {msg}: data pinned in L2 across calls makes "
+                            "the time unreal; do not set cudaLimitPersistingL2CacheSize or access windows")
+    if t.get("stream_gap"):
+        raise KernelFailure(Status.STREAM_ORDER, f"while timed: {t['stream_gap']}")
+    t["host_us"] = method_timer.sync_latency(lambda: fn(*sets[0], *outs[0]), int(settings.get("host_calls", 10)))
+    return t
+
+
 def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
                device: str, rng: random.Random, method_timer) -> dict:
-    """Time one label on this round's input sets, then check what the timed calls wrote."""
+    """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote."""
     definition = job["definition"]
     settings = job.get("settings", {})
     axes = resolve_axes(definition, wl)
     tolerances = settings.get("tolerances", {})
     warmup = int(settings.get("warmup", 5))
-    if not tk.dps:
+    if not tk.dps:  # the reference, timed here: it is trusted code
         for _ in range(max(1, warmup)):
             tk.fn(*warm_set)
         sync(device)
@@ -483,20 +842,20 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
         return t
     warm_outs = alloc_outputs(definition, axes, device, 0)
-    for _ in range(max(1, warmup)):
-        tk.fn(*warm_set, *warm_outs)
-    sync(device)
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     checked = rng.sample(range(len(sets)), min(2, len(sets)))
     saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
-    t = method_timer.time_calls([lambda a=a, o=o: tk.fn(*a, *o) for a, o in zip(sets, outs)])
+    if isinstance(tk.fn, RemoteKernel):
+        t = tk.fn.time(sets, outs, warm_set, warm_outs, method_timer.method, settings)
+    else:
+        t = time_batch(tk.fn, sets, outs, warm_set, warm_outs, settings, method_timer, device)
     sync(device)
     # What the timed calls wrote is what counts: a call that skipped its work leaves poison behind.
     where = "in the timed calls"
     for k, o in enumerate(outs):
         for (name, spec), x in zip(definition["outputs"].items(), o):
             if x.dtype.is_floating_point and torch.isnan(x).any():
-                raise KernelFailure("INCORRECT_NUMERICAL",
+                raise KernelFailure(Status.INCORRECT_NUMERICAL,
                                     f"{where}: output {name} of timed call {k} still holds the poison "
                                     "(the call skipped its work: cached or early return)")
     for k in checked:
@@ -505,7 +864,6 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
             check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
-    t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0], *outs[0]), int(settings.get("host_calls", 10)))
     return t
 
 
@@ -548,8 +906,12 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 continue
             n = fig[u]["calls"]
             base_seed = seed * 7919 + i * 104729 + r * 1_000_003
-            sets = [make_inputs(inputs, wl, base_seed + k, on_device=True) for k in range(n)]
-            warm = make_inputs(inputs, wl, base_seed + n, on_device=True)
+            try:
+                sets = [make_inputs(inputs, wl, base_seed + k, on_device=True) for k in range(n)]
+                warm = make_inputs(inputs, wl, base_seed + n, on_device=True)
+            except HarnessFailure as e:
+                failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
+                continue
             order = [base, cand]
             rng.shuffle(order)
             while True:
@@ -559,6 +921,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 try:
                     for tk in order:
                         emit(event="at", label=cand.label if tk.label == "reference" else tk.label, uuid=u)
+                        arm(tk.fn)
                         try:
                             got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
                                                        timers[method[u]])
@@ -567,8 +930,9 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         except KernelFailure as e:
                             failures[u] = (tk.label, e)
                             break
-                        except HarnessFailure:
-                            raise
+                        except HarnessFailure as e:
+                            failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
+                            break
                         except Exception as e:  # noqa: BLE001 - the kernel raised while being timed
                             die_if_context_lost(e, device)
                             failures[u] = (tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
@@ -581,7 +945,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                     if other:
                         method[u] = other[0]
                         continue
-                    failures[u] = (cand.label, KernelFailure("RUNTIME_ERROR", f"could not be timed: {e}"))
+                    failures[u] = (cand.label, KernelFailure(Status.RUNTIME_ERROR, f"could not be timed: {e}"))
                 break
             if u in failures:
                 continue
@@ -589,6 +953,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 fig[u][label].append(got[label]["us"])
                 fig[u]["host_" + label].append(got[label]["host_us"])
             fig[u]["method"] = got[cand.label]["method"]
+            if got[cand.label].get("l2_reset"):
+                fig[u]["l2_reset"] = got[cand.label]["l2_reset"]
             lr = math.log(max(got[cand.label]["us"], 1e-9) / max(got[base.label]["us"], 1e-9))
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
@@ -618,12 +984,13 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
     if load_error:
         rec.update(status=load_error[0], message=load_error[1])
     else:
+        arm(run)
         try:
-            rec.update(status="PASSED", **check_workload(run, i, wl, job, inputs, reference, device))
+            rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device))
         except KernelFailure as e:
             rec.update(status=e.status, message=str(e))
-        except HarnessFailure as e:
-            rec.update(status="REFERENCE_ERROR", message=str(e))
+        except HarnessFailure as e:  # never a pass: the kernel was not judged
+            rec.update(status=Status.HARNESS_ERROR, message=str(e))
         except Exception as e:  # noqa: BLE001
             die_if_context_lost(e, device)
             rec.update(status=classify(e), message=short_tb(e))
@@ -635,21 +1002,14 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
     """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
     stage = job["stage"]
     settings = job.get("settings", {})
-    recs: dict[str, dict] = {}
-    for label, (run, load_error) in kernels.items():
-        for i, wl in enumerate(job["workloads"]):
-            key = f"{label}:{wl['uuid']}"
-            if only is not None and key not in only:
-                continue
-            emit(event="start", label=label, uuid=wl["uuid"])
-            recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
-    cand = TimedKernel("candidate", kernels["candidate"][0], True)
+    recs = check_all(kernels, job, inputs, reference, device, only, emit, emit_done=False)
+    cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
     if stage == "ab":
-        base = TimedKernel("parent", kernels["parent"][0], True)
+        base = TimedKernel("parent", kernels.get("parent", (None, None))[0], True)
     else:
         base = TimedKernel("reference", reference, False)
     def ok(label: str, u: str) -> bool:
-        return recs.get(f"{label}:{u}", {}).get("status") == "PASSED"
+        return recs.get(f"{label}:{u}", {}).get("status") == Status.PASSED
     wls = [(i, wl) for i, wl in enumerate(job["workloads"])
            if ok("candidate", wl["uuid"]) and (base.label == "reference" or ok(base.label, wl["uuid"]))]
     seq = None
@@ -679,6 +1039,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
         if "timer_error" in f:
             c["timer_error"] = f["timer_error"][:300]
+        if "l2_reset" in f:
+            c["l2_reset"] = f["l2_reset"][:200]
         base_lat = _med(f[base.label])
         if stage == "ab":
             p = recs[f"parent:{u}"]
@@ -698,7 +1060,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
             floor_us = nb / timer_bw * 1e6
             c.update(floor_us=floor_us, floor_rule=rule)
             if c["latency_us"] < float(settings.get("floor_margin", 0.9)) * floor_us:
-                c.update(status="BELOW_FLOOR",
+                c.update(status=Status.BELOW_FLOOR,
                          message=f"{c['latency_us']:.3f} us is below the physical floor {floor_us:.3f} us "
                                  f"({nb} bytes over the measured {timer_bw / 1e9:.0f} GB/s): the timing "
                                  "cannot be real (skipped work, or inputs cached)")
@@ -721,51 +1083,85 @@ def _med(xs: list) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+def _term(signum, frame) -> None:  # noqa: ARG001
+    """The runner's SIGTERM (its limit) or its death (PR_SET_PDEATHSIG): end every kernel process first."""
+    end_children()
+    os._exit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
     job_path, out_dir = Path(argv[0]), Path(argv[1])
     only = None
-    if len(argv) > 3 and argv[2] == "--only":
-        only = set(argv[3].split(",")) if argv[3] else set()
+    opts = dict(zip(argv[2::2], argv[3::2]))
+    if "--only" in opts:
+        only = set(opts["--only"].split(",")) if opts["--only"] else set()
+    if "--deadline" in opts:
+        LIMITS["job_deadline"] = time.monotonic() + float(opts["--deadline"])
+    if "--workload-limit" in opts:
+        LIMITS["workload_s"] = float(opts["--workload-limit"])
+    if "--job-limit" in opts:
+        LIMITS["job_s"] = float(opts["--job-limit"])
+    # The key comes on stdin (not argv or the environment, which other processes can read).
+    key = sys.stdin.readline().strip().encode() if not sys.stdin.isatty() else b""
+    sys.stdin.close()
+    parent = os.getppid()
+    import torch.multiprocessing
+    torch.multiprocessing.set_sharing_strategy("file_system")  # as candidate.py: shm by name, no fd passing
+    # Start torch's shm manager now: a signal that lands while it starts leaves libshm spinning.
+    torch.zeros(1).share_memory_()
+    hygiene.make_undumpable()
+    hygiene.die_with_parent(signal.SIGTERM)
+    hygiene.become_subreaper()
+    signal.signal(signal.SIGTERM, _term)
+    if os.getppid() != parent:  # the runner died before PR_SET_PDEATHSIG was set
+        return 3
     job = json.loads(job_path.read_text())
     device = job.get("settings", {}).get("device", "cpu")
     progress = open(out_dir / "progress.jsonl", "a", buffering=1)
+    seq = [0]
+    import threading
+    lock = threading.Lock()
 
     def emit(**rec) -> None:
-        progress.write(json.dumps(rec) + "\n")
-        progress.flush()
-        os.fsync(progress.fileno())
+        body = json.dumps(rec)
+        with lock:
+            seq[0] += 1
+            mac = hmac.new(key, f"{seq[0]}:{body}".encode(), hashlib.sha256).hexdigest()
+            progress.write(json.dumps({"seq": seq[0], "rec": rec, "mac": mac}) + "\n")
+            progress.flush()
+            os.fsync(progress.fileno())
 
-    emit(event="env", environment=environment(device))
     tmp = Path(tempfile.mkdtemp(prefix="autogk-worker-"))
-    gen_module = None
-    if job.get("generator"):
-        try:
-            gen_module = import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py")
-            set_target(gen_module)
-        except Exception as e:
-            emit(event="fatal", message=f"the target's inputs.py failed to import: {short_tb(e)}")
-            return 2
-    inputs = Inputs(job, device, gen_module)
-    reference = load_reference(job["definition"])
-    kernels = {}
-    for label, files in job["sources"].items():
-        try:
-            kernels[label] = (import_kernel(label, files, tmp).run, None)
-        except KernelFailure as e:
-            kernels[label] = (None, (e.status, str(e)))
-        except BaseException as e:  # noqa: BLE001 - any import failure is the kernel's
-            kernels[label] = (None, ("COMPILE_ERROR", short_tb(e)))
-    if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
-        run_timed(job, kernels, inputs, reference, device, only, emit)
-    else:
-        for label, (run, load_error) in kernels.items():
-            for i, wl in enumerate(job["workloads"]):
-                key = f"{label}:{wl['uuid']}"
-                if only is not None and key not in only:
-                    continue
-                emit(event="start", label=label, uuid=wl["uuid"])
-                emit(**correctness_record(label, run, load_error, i, wl, job, inputs, reference, device))
-    emit(event="end")
+    hygiene.mark_owner(tmp)
+    try:
+        remote = start_kernels(job, tmp / "kernels", device, emit, only)  # first: they import meanwhile
+        emit(event="env", environment=environment(device))
+        settings = job.get("settings", {})
+        if (device.startswith("cuda") and settings.get("timed") and job.get("stage") == "stride"
+                and settings.get("timer", "cupti") == "cupti"):
+            warm_profiler()  # the judge times the reference itself
+        gen_module = None
+        if job.get("generator"):  # the target's own generator: trusted, not editable by agents
+            try:
+                gen_module = import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py")
+                set_target(gen_module)
+            except Exception as e:
+                emit(event="fatal", message=f"the target's inputs.py failed to import: {short_tb(e)}")
+                return 2
+        inputs = Inputs(job, device, gen_module)
+        reference = load_reference(job["definition"])
+        ready_kernels(remote)
+        kernels = {label: (k, k.load_error) for label, k in remote.items()}
+        if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
+            run_timed(job, kernels, inputs, reference, device, only, emit)
+        else:
+            check_all(kernels, job, inputs, reference, device, only, emit, emit_done=True)
+        for k in remote.values():
+            k.close()
+        emit(event="end")
+    finally:
+        end_children()
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -27,7 +27,8 @@ class InterpretBackend:
                 keep.append(wl)
         return keep, skipped
 
-    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def run(self, job: dict[str, Any], timeout_s: float,
+            on_progress: runner.OnProgress | None = None) -> dict[str, Any]:
         job = dict(job, settings=dict(job["settings"], device="cpu"))
         env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
-        return runner.run_worker(job, env, timeout_s)
+        return runner.run_worker(job, env, timeout_s, on_progress=on_progress)

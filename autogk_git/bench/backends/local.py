@@ -109,7 +109,8 @@ class LocalBackend:
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         return list(workloads), []
 
-    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def run(self, job: dict[str, Any], timeout_s: float,
+            on_progress: runner.OnProgress | None = None) -> dict[str, Any]:
         if not self.gpus:
             raise ConfigError("the local backend found no CUDA GPU (nvidia-smi -L lists none)",
                               "run on a machine with a GPU, or set [bench] backend = \"interpret\"")
@@ -118,7 +119,8 @@ class LocalBackend:
             env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
             env["CUDA_VISIBLE_DEVICES"] = gpu
             t0 = time.monotonic()
-            out = runner.run_worker(job, env, timeout_s)
+            kw = {"on_progress": on_progress} if on_progress else {}  # older stand-ins take no such argument
+            out = runner.run_worker(job, env, timeout_s, **kw)
             out["gpu_s"] = round(time.monotonic() - t0, 3)
             out["gpu"] = gpu
         return out

@@ -1,0 +1,114 @@
+"""The candidate's process: imports one kernel and runs it on what the judge sends. It ships beside
+the worker (the judge) and needs the standard library, torch and triton only.
+
+    python candidate.py FD KERNEL_DIR LABEL DEVICE MEM_LIMIT_BYTES [WARM_PROFILER]
+
+FD is this end of a socket pair the judge holds the other end of (a multiprocessing Connection,
+so torch's reductions share tensors: shared memory on CPU, CUDA IPC on a GPU). The judge owns the
+buffers: it makes the inputs and the poisoned outputs, sends them, and reads the outputs back
+itself; reference outputs and the progress record never come here. What this process sends back is
+only "done" (or the kernel's error) and, when timed, its timings.
+
+Before any of the kernel's code runs: this process dies with the judge, is capped in memory
+(RLIMIT_AS, CPU only: a CUDA context reserves more address space than any sensible cap), and has
+imported the judge's helpers and timers already (a kernel must reach into sys.modules to touch them).
+Requests:
+    ("call", inputs, outputs)                         -> ("ok",) | ("not_dps", what) | ("error", status, message)
+    ("time", sets, outs, warm, warm_outs, method, settings) -> ("ok", timing) | ("timer_error", msg) | ("error", ...)
+    ("exit",)
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import resource
+import signal
+import sys
+from pathlib import Path
+
+
+def _sibling(name: str):
+    """A judge file shipped beside this one (autogk_<name>.py or <name>.py), else the package's."""
+    for mod in (f"autogk_{name}", name):
+        try:
+            return importlib.import_module(mod)
+        except ImportError:
+            continue
+    return importlib.import_module(f"autogk_git.bench.{name}")
+
+
+def main(argv: list[str]) -> int:
+    fd, kdir, label, device = int(argv[0]), Path(argv[1]), argv[2], argv[3]
+    mem = int(argv[4]) if len(argv) > 4 else 0
+    warm_profiler = len(argv) > 5 and argv[5] == "1"
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    hygiene = _sibling("hygiene")
+    hygiene.die_with_parent(signal.SIGKILL)
+    if mem > 0 and not device.startswith("cuda"):
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    from multiprocessing.connection import Connection
+
+    import torch
+    import torch.multiprocessing as tmp
+    tmp.set_sharing_strategy("file_system")  # tensors by shm name: no fd passing between unrelated processes
+    W = _sibling("worker")
+    timing = _sibling("timing") if device.startswith("cuda") else None
+    if timing is not None and warm_profiler:
+        W.warm_profiler()  # its first start costs seconds: pay it now, beside the other label's process
+    conn = Connection(fd)
+    try:
+        mod = W.load_module(label, kdir, "kernel.py")
+        run = getattr(mod, "run", None)
+        if not callable(run):
+            raise W.KernelFailure(W.Status.COMPILE_ERROR, "kernel.py defines no run() function")
+    except W.KernelFailure as e:
+        conn.send(("load_error", e.status, str(e)))
+        return 0
+    except BaseException as e:  # noqa: BLE001 - any import failure is the kernel's
+        conn.send(("load_error", W.Status.COMPILE_ERROR, W.short_tb(e)))
+        return 0
+    conn.send(("ready",))
+    held = None  # the last call's tensors: kept alive so the same judge buffers keep the same address here
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return 0
+        op = msg[0]
+        if op == "exit":
+            return 0
+        if op == "call":
+            _, inputs, outs = msg
+            held = (inputs, outs)  # noqa: F841 - kept alive on purpose
+            try:
+                ret = run(*inputs, *outs)
+                W.stream_wait(device)
+            except BaseException as e:  # noqa: BLE001 - the kernel's failure, reported as data
+                conn.send(("error", W.classify(e), W.short_tb(e)))
+                W.die_if_context_lost(e, device)
+                continue
+            if not W.is_dps_return(ret, outs):
+                conn.send(("not_dps", type(ret).__name__))
+                continue
+            conn.send(("ok",))
+        elif op == "time":
+            _, sets, outs, warm, warm_outs, method, settings = msg
+            try:
+                timer = W.device_timer(method) if timing is not None else W.HostTimer()
+                t = W.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device)
+            except W.KernelFailure as e:
+                conn.send(("error", e.status, str(e)))
+                continue
+            except BaseException as e:  # noqa: BLE001
+                if timing is not None and isinstance(e, timing.TimerError):
+                    conn.send(("timer_error", f"{type(e).__name__}: {e}"))
+                    continue
+                conn.send(("error", W.classify(e), f"while timed: {W.short_tb(e)}"))
+                W.die_if_context_lost(e, device)
+                continue
+            conn.send(("ok", t))
+
+
+if __name__ == "__main__":
+    os.environ.pop("PYTHONSTARTUP", None)
+    sys.exit(main(sys.argv[1:]))

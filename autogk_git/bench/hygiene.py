@@ -1,0 +1,231 @@
+"""Process hygiene for the bench judge and the candidate's process. Standard library only: this file
+ships beside the worker (as `autogk_hygiene.py`) and the runner imports it from the package.
+
+What it keeps out of a kernel's reach, and why each piece exists:
+- secrets: the candidate's environment is scrubbed of ANTHROPIC_*, MODAL_* and any name holding
+  KEY, TOKEN, SECRET or PASSWORD (plus a list the job carries); every message that goes into a
+  result is redacted again with the parent's secret values (a kernel can read a file, too);
+- processes: a kernel may fork, setsid and daemonize. Its process gets its own group, dies with the
+  judge (PR_SET_PDEATHSIG), the judge is a subreaper (orphans come back to it instead of init) and
+  kills its whole tree at the end; every process started for a job carries a random tag in its
+  environment, and the runner kills whatever still carries it once the job is over;
+- memory: the judge is made non-dumpable, so a same-user process cannot read or write it through
+  /proc/<pid>/mem or reopen its files through /proc/<pid>/fd;
+- temp folders: job folders carry their owner's pid; those of dead owners are swept.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Mapping
+
+SECRET_PREFIXES = ("ANTHROPIC_", "MODAL_", "OPENAI_", "AWS_", "HF_", "GH_", "GITHUB_")
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+TAG_VAR = "AUTOGK_JOB_TAG"
+REDACTED = "***"
+MIN_SECRET_LEN = 6  # shorter values ("1", "true") would redact ordinary text
+
+
+def is_secret_name(name: str, extra: Iterable[str] = ()) -> bool:
+    up = name.upper()
+    if up in {e.upper() for e in extra}:
+        return True
+    return up.startswith(SECRET_PREFIXES) or any(w in up for w in SECRET_WORDS)
+
+
+def scrub_env(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """env without any variable whose name looks secret (or is listed in extra)."""
+    extra = list(extra)
+    return {k: v for k, v in env.items() if not is_secret_name(k, extra)}
+
+
+def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> list[str]:
+    """The values to redact, longest first (so a value containing another is replaced whole)."""
+    extra = list(extra)
+    vals = {v for k, v in env.items() if is_secret_name(k, extra) and len(v) >= MIN_SECRET_LEN}
+    return sorted(vals, key=len, reverse=True)
+
+
+def redact(obj, values: list[str]):
+    """obj (str, list, dict, nested) with every secret value replaced by ***."""
+    if not values:
+        return obj
+    if isinstance(obj, str):
+        for v in values:
+            if v in obj:
+                obj = obj.replace(v, REDACTED)
+        return obj
+    if isinstance(obj, dict):
+        return {k: redact(v, values) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(redact(v, values) for v in obj)
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# Linux process controls (no-ops elsewhere)
+# ---------------------------------------------------------------------------------------------
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> bool:
+    """Receive sig when the parent dies (a killed runner must not leave a judge running)."""
+    return _prctl(PR_SET_PDEATHSIG, int(sig))
+
+
+def become_subreaper() -> bool:
+    """Orphaned descendants (a kernel's daemon) are re-parented to this process, not to init."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def make_undumpable() -> bool:
+    """Other processes of this user can no longer read this one's memory or reopen its files."""
+    return _prctl(PR_SET_DUMPABLE, 0)
+
+
+def _proc_table() -> dict[int, int]:
+    """pid -> parent pid, for every process visible in /proc."""
+    out = {}
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: the fields after the last ')'.
+        rest = stat[stat.rfind(")") + 2:].split()
+        try:
+            out[int(d)] = int(rest[1])
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    table = _proc_table()
+    children: dict[int, list[int]] = {}
+    for p, pp in table.items():
+        children.setdefault(pp, []).append(p)
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def tagged(tag: str) -> list[int]:
+    """Processes whose environment carries TAG_VAR=tag (readable ones: this user's, dumpable)."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    out = []
+    me = os.getpid()
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not d.isdigit() or int(d) == me:
+            continue
+        try:
+            env = Path(f"/proc/{d}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            out.append(int(d))
+    return out
+
+
+def kill_pids(pids: Iterable[int], sig: int = signal.SIGKILL) -> None:
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL pid's group and every descendant (found before the first kill, while the tree holds)."""
+    below = descendants(pid)
+    kill_group(pid)
+    kill_pids([pid, *below])
+
+
+def reap_children() -> None:
+    """Collect exited children (orphans re-parented to a subreaper become its zombies otherwise)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# ---------------------------------------------------------------------------------------------
+# Temp folders
+# ---------------------------------------------------------------------------------------------
+
+OWNER_FILE = "owner.pid"
+STALE_PREFIXES = ("autogk-job-", "autogk-worker-", "autogk-cand-")
+
+
+def mark_owner(folder: Path) -> None:
+    (folder / OWNER_FILE).write_text(str(os.getpid()))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(root: Path | None = None, min_age_s: float = 60.0) -> list[Path]:
+    """Remove autogk temp folders whose owner process is gone (a run killed with -9 leaves them)."""
+    root = Path(root or tempfile.gettempdir())
+    removed = []
+    now = time.time()
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return removed
+    for d in entries:
+        if not d.name.startswith(STALE_PREFIXES) or not d.is_dir():
+            continue
+        try:
+            if now - d.stat().st_mtime < min_age_s:
+                continue
+            owner = d / OWNER_FILE
+            pid = int(owner.read_text()) if owner.exists() else None
+        except (OSError, ValueError):
+            continue
+        if pid is not None and _alive(pid):
+            continue
+        if pid is None and now - d.stat().st_mtime < 86400:
+            continue  # an older autogk's folder, maybe still in use: only a day-old one is surely stale
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed

@@ -1,0 +1,202 @@
+"""The judge a kernel cannot reach: planted kernels that game the harness, run by the real runner,
+judge and candidate processes on CPU (Triton interpreter)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autogk_git.bench import hygiene, runner
+from autogk_git.bench.status import FAILURES, Status
+
+DATA = Path(__file__).resolve().parent / "data"
+DEF = json.loads((DATA / "scale" / "definition.json").read_text())
+WLS = [json.loads(line)["workload"] for line in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()]
+
+
+def cheat(name: str) -> dict[str, str]:
+    return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
+
+
+def job(sources: dict, workloads=None, definition=None, **settings) -> dict:
+    return {"version": 1, "stage": "quick", "definition": definition or DEF, "workloads": workloads or WLS[:2],
+            "sources": sources, "generator": None, "blob_root": str(DATA / "scale"),
+            "settings": {"trials": 2, "device": "cpu", **settings}, "seed": 5}
+
+
+@pytest.fixture
+def tmp_env(tmp_path, monkeypatch):
+    """The runner's and the judge's temp folders inside tmp_path, so the test can see what is left."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", TMPDIR=str(tmp_path))
+
+
+def test_cheats_in_one_job_each_get_a_status_that_says_why_and_nothing_is_left_behind(tmp_path, tmp_env):
+    names = ["honest", "returns_result", "forges_progress", "sabotages_inputs", "exits_at_import",
+             "segfaults_at_import"]
+    seen = []
+    out = runner.run_worker(job({n: cheat(n) for n in names}), tmp_env, 300,
+                            on_progress=lambda *a: seen.append(a))
+    got = {label: list(w.values()) for label, w in out["labels"].items()}
+    assert [r["status"] for r in got["honest"]] == [Status.PASSED] * 2
+
+    # Returned its result instead of writing `out`: a status of its own, saying how to write outputs.
+    r = got["returns_result"][0]
+    assert r["status"] == Status.NOT_DESTINATION_PASSING and "output" in r["message"] and "return None" in r["message"]
+
+    # Forged PASSED lines reached the progress file, and were thrown away: their HMAC does not verify.
+    assert {r["status"] for r in got["forges_progress"]} == {Status.INCORRECT_NUMERICAL}
+    forged = [r for r in out["records"] if r.get("event") == "forged_progress"]
+    assert forged and forged[0]["lines"] > 0
+
+    # Patching torch's random functions at import changes only the kernel's own process.
+    assert {r["status"] for r in got["sabotages_inputs"]} == {Status.INCORRECT_NUMERICAL}
+
+    # A process that dies while importing is a status for every workload, not a lost result.
+    for name, why in (("exits_at_import", "exit code 0"), ("segfaults_at_import", "SIGSEGV")):
+        rs = got[name]
+        assert {r["status"] for r in rs} == {Status.COMPILE_ERROR}, name
+        assert "died while importing" in rs[0]["message"] and why in rs[0]["message"], rs[0]["message"]
+
+    # One progress call per (label, workload), with its status.
+    assert sorted((lab, u) for lab, u, _, _ in seen) == sorted((lab, w["uuid"]) for lab in names for w in WLS[:2])
+    assert all(isinstance(el, float) and el >= 0 for *_, el in seen)
+    # No job, worker or kernel folder is left in the temp folder.
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("autogk-")]
+
+
+def test_a_harness_error_is_its_own_status_and_never_a_pass(tmp_env):
+    broken = dict(DEF, reference="def run(x, bias, scale):\n    raise ValueError('reference is broken')\n")
+    out = runner.run_worker(job({"candidate": cheat("honest")}, definition=broken), tmp_env, 300)
+    rs = list(out["labels"]["candidate"].values())
+    assert {r["status"] for r in rs} == {Status.HARNESS_ERROR}
+    assert "reference is broken" in rs[0]["message"]
+    assert Status.HARNESS_ERROR in FAILURES and Status.REFERENCE_ERROR in FAILURES
+    assert Status(rs[0]["status"]).harness and not Status(rs[0]["status"]).ok
+
+
+def test_secrets_are_scrubbed_from_the_kernel_and_redacted_from_the_result(tmp_path, tmp_env, monkeypatch):
+    secret = "sk-test-" + "a1b2c3d4e5f6" * 3
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    (tmp_path / "credentials").write_text(secret)
+    env = dict(tmp_env, ANTHROPIC_API_KEY=secret, MY_SERVICE_TOKEN="tok-" + "9" * 20,
+               AUTOGK_TEST_LEAK_FILE=str(tmp_path / "credentials"))
+    out = runner.run_worker(job({"candidate": cheat("leaks_secret")}, workloads=WLS[:1]), env, 300)
+    r = next(iter(out["labels"]["candidate"].values()))
+    assert r["status"] == Status.RUNTIME_ERROR
+    assert "own=<not in my environment>" in r["message"]  # scrubbed from its own environment
+    # It read the secret from a file all the same: the message is redacted on its way into the result.
+    assert "file=***" in r["message"]
+    assert secret not in json.dumps(out) and "9" * 20 not in json.dumps(out)
+
+
+def test_a_detached_daemon_dies_with_its_job_and_the_job_ends_at_its_limit(tmp_path, tmp_env):
+    pidfile = tmp_path / "daemon.pids"
+    env = dict(tmp_env, AUTOGK_TEST_PIDFILE=str(pidfile))
+    t0 = time.monotonic()
+    out = runner.run_worker(job({"candidate": cheat("detached_child")}, workloads=WLS[:1]), env, 12)
+    took = time.monotonic() - t0
+    r = next(iter(out["labels"]["candidate"].values()))
+    assert r["status"] == Status.TIMEOUT and "12 s limit" in r["message"]
+    assert took < 12 + 15, took
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert pids
+    time.sleep(0.5)
+    assert not [p for p in pids if _alive(p)]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("autogk-")]
+
+
+def test_a_hang_costs_only_its_own_workload_when_time_remains(tmp_env):
+    src = (DATA / "scale" / "kernel.py").read_text().replace(
+        "    n = x.numel()", "    import time\n    if x.numel() == 1000:\n        time.sleep(3600)\n    n = x.numel()")
+    seen = []
+    out = runner.run_worker(job({"candidate": {"kernel.py": src}}, workloads=WLS[:3], workload_timeout_s=6),
+                            tmp_env, 120, on_progress=lambda *a: seen.append(a))
+    rs = [out["labels"]["candidate"][w["uuid"]] for w in WLS[:3]]
+    assert [r["status"] for r in rs] == [Status.PASSED, Status.TIMEOUT, Status.PASSED]
+    assert "6 s, one workload's share" in rs[1]["message"]
+    assert [s[2] for s in seen] == ["PASSED", "TIMEOUT", "PASSED"]
+
+
+def test_progress_lines_without_the_key_are_ignored(tmp_path):
+    import hashlib
+    import hmac
+    good = {"event": "done", "label": "c", "uuid": "u", "status": "INCORRECT_NUMERICAL"}
+    mac = hmac.new(b"k", f"1:{json.dumps(good)}".encode(), hashlib.sha256).hexdigest()
+    p = tmp_path / "progress.jsonl"
+    p.write_text("\n".join([
+        json.dumps({"event": "done", "label": "c", "uuid": "u", "status": "PASSED"}),  # old plain format
+        json.dumps({"seq": 1, "rec": dict(good, status="PASSED"), "mac": mac}),  # changed under a real MAC
+        json.dumps({"seq": 1, "rec": good, "mac": mac}),
+        json.dumps({"seq": 1, "rec": good, "mac": mac}),  # replayed
+    ]) + "\n")
+    reader = runner.ProgressReader(p, b"k")
+    assert reader.new() == [good] and reader.forged == 3
+
+
+def test_scrub_and_redact():
+    env = {"ANTHROPIC_API_KEY": "sk-123456", "MODAL_TOKEN_ID": "ak-abcdef", "GH_PAT": "ghp_zzzzzz",
+           "DB_PASSWORD": "hunter22", "MY_VAR": "plain-value", "PATH": "/usr/bin"}
+    assert hygiene.scrub_env(env, ["MY_VAR"]) == {"PATH": "/usr/bin"}
+    vals = hygiene.secret_values(env)
+    assert hygiene.redact({"m": ["x sk-123456 y", "hunter22"]}, vals) == {"m": ["x *** y", "***"]}
+    assert "/usr/bin" not in vals
+
+
+def test_stale_temp_folders_of_dead_owners_are_swept(tmp_path):
+    import subprocess
+    import sys
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    old, live = tmp_path / "autogk-job-old", tmp_path / "autogk-job-live"
+    for d, pid in ((old, dead), (live, str(os.getpid()))):
+        d.mkdir()
+        (d / hygiene.OWNER_FILE).write_text(pid)
+        os.utime(d, (time.time() - 3600, time.time() - 3600))
+    removed = hygiene.sweep_stale(tmp_path)
+    assert removed == [old] and live.exists() and not old.exists()
+
+
+def test_a_killed_runner_takes_its_judge_and_kernels_with_it(tmp_path, tmp_env):
+    """kill -9 of the process running a job: the judge dies with it (PR_SET_PDEATHSIG), and the
+    judge's end takes the kernel's process along."""
+    import subprocess
+    import sys
+    pidfile = tmp_path / "daemon.pids"
+    script = tmp_path / "drive.py"
+    script.write_text(
+        "import json, sys, os\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "from autogk_git.bench import runner\n"
+        f"job = json.loads({json.dumps(json.dumps(job({'candidate': cheat('detached_child')}, workloads=WLS[:1])))})\n"
+        "runner.run_worker(job, dict(os.environ), 300)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], env=dict(tmp_env, AUTOGK_TEST_PIDFILE=str(pidfile)))
+    deadline = time.monotonic() + 90
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pidfile.exists()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    pids = [int(p) for p in pidfile.read_text().split()]
+    gone = time.monotonic() + 15
+    alive = pids
+    while alive and time.monotonic() < gone:
+        time.sleep(0.3)
+        alive = [p for p in pids if _alive(p)]
+    assert not alive
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its (dead) parent's reaper counts as dead
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

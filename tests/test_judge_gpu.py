@@ -1,0 +1,72 @@
+"""On a CUDA GPU: the judge reads outputs in the caller's stream order, cross-checks device time with
+the caller stream's elapsed time, and clears persisting L2 before timing.
+
+    python -m pytest -q -m gpu tests/test_judge_gpu.py
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+from autogk_git.bench import runner  # noqa: E402
+from autogk_git.bench.status import Status  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+DEF = json.loads((DATA / "scale" / "definition.json").read_text())
+BIG = {"uuid": "00000000-0000-4000-8000-0000000000b1", "axes": {"n": 1 << 24},
+       "inputs": {"x": {"type": "random"}, "bias": {"type": "random"}, "scale": {"type": "scalar", "value": 1.5}}}
+SMALL = dict(BIG, uuid="00000000-0000-4000-8000-0000000000b2", axes={"n": 4096})
+
+
+def src(name: str) -> dict:
+    return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
+
+
+def run(stage: str, sources: dict, workloads: list, **settings) -> dict:
+    s = {"device": "cuda", "trials": 3, "reps": 10, "warmup": 2, "min_rounds": 3, "max_rounds": 3,
+         "timer": "cupti", **settings}
+    if stage != "quick":
+        s["timed"] = True
+    job = {"version": 1, "stage": stage, "definition": DEF, "workloads": workloads, "sources": sources,
+           "generator": None, "blob_root": ".", "seed": 3, "settings": s}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return runner.run_worker(job, env, 300)
+
+
+def test_outputs_are_read_in_the_callers_stream_order():
+    out = run("quick", {"honest": src("torch_honest"), "triton": src("honest"), "side": src("side_stream")},
+              [SMALL, BIG])
+    for label in ("honest", "triton"):
+        assert {r["status"] for r in out["labels"][label].values()} == {Status.PASSED}, out["labels"][label]
+    for r in out["labels"]["side"].values():
+        assert r["status"] == Status.INCORRECT_NUMERICAL and "NaN" in r["message"], r
+
+
+def test_work_off_the_callers_stream_while_timed_is_a_stream_order_status():
+    out = run("stride", {"candidate": src("side_stream_when_timed")}, [BIG])
+    r = out["labels"]["candidate"][BIG["uuid"]]
+    assert r["status"] == Status.STREAM_ORDER and "another stream" in r["message"], r
+    honest = run("stride", {"candidate": src("torch_honest")}, [BIG])
+    h = honest["labels"]["candidate"][BIG["uuid"]]
+    assert h["status"] == Status.PASSED and h["latency_us"] > 5, h
+
+
+def test_a_persisting_l2_carve_out_set_while_timed_is_caught():
+    out = run("stride", {"candidate": src("pins_l2")}, [SMALL])
+    r = out["labels"]["candidate"][SMALL["uuid"]]
+    assert r["status"] == Status.L2_PERSISTING and "persisting-L2" in r["message"], r
+
+
+def test_ab_with_two_kernel_processes_times_both():
+    out = run("ab", {"parent": src("honest"), "candidate": src("torch_honest")}, [SMALL, BIG],
+              min_rounds=3, max_rounds=6)
+    for label in ("parent", "candidate"):
+        for r in out["labels"][label].values():
+            assert r["status"] == Status.PASSED and r["latency_us"] > 0, (label, r)
+    assert out["ab"]["rounds"] >= 3 and out["attempts"] == 1
