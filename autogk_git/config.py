@@ -100,6 +100,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "docs": Key(list, [], "repo-relative globs agents may read besides the target's files, e.g. ['docs/*.md']"),
         "command_timeout_s": Key(int, 1800, "command agent: time limit of one CLI run in seconds",
                                  check=_pos, rule="> 0"),
+        "watch": Key(list, [], "command agent: paths outside the repository compared before and after each "
+                     "run; a change there is undone and makes the experiment invalid, e.g. ['~/.bashrc', '/tmp/x']"),
     },
     "research": {
         "agent": Key(str, "auto", "who writes research plans; auto: anthropic with ANTHROPIC_API_KEY, else offline",

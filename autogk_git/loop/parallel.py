@@ -232,7 +232,7 @@ def open_experiment(project: Project, target: Target, agent, in_flight: list[dic
         return None
     try:
         sha, branch = ex.commit_change(project, wt, ctx.target, number, branch, proposal.hypothesis,
-                                       proposal.rationale, agent.name, base)
+                                       proposal.rationale, agent.name, base, invalid=proposal.invalid)
     except AutogkError:
         ex.close_branch(project, wip, say)
         raise

@@ -1,0 +1,127 @@
+"""The command agent is confined: whatever it does outside its editable files is undone, reported, and
+makes the experiment invalid; the repository ends exactly as it was."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from conftest import DATA, autogk, git, notes_json
+
+FAKE = DATA / "fake_cli" / "fake_cli.py"
+KERNEL = "kernels/scale/kernel.py"
+OWN = ("refs/autogk/", "refs/notes/autogk/", "refs/heads/autogk/")  # autogk's own records
+
+
+def env_for(actions) -> dict[str, str]:
+    return {"AUTOGK_AGENT_COMMAND": f"{sys.executable} {FAKE}", "FAKE_CLI_ACTIONS": json.dumps(actions),
+            "AUTOGK_TRACKING_ENABLED": "false"}
+
+
+def tree_state(d: Path) -> dict[str, tuple]:
+    """Every path under d with its kind, mode and bytes (or link target)."""
+    out = {}
+    for p in sorted(d.rglob("*")) if d.exists() else []:
+        st = p.lstat()
+        data = os.readlink(p) if p.is_symlink() else None if p.is_dir() else p.read_bytes()
+        out[str(p.relative_to(d))] = (st.st_mode, data)
+    return out
+
+
+def repo_state(root: Path, outside: Path) -> dict:
+    refs = [line for line in git(root, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+            if not line.startswith(OWN)]
+    return {"status": git(root, "status", "--porcelain", "--untracked-files=all"),
+            "head": git(root, "symbolic-ref", "HEAD"), "refs": refs,
+            "config": (root / ".git" / "config").read_bytes(), "hooks": tree_state(root / ".git" / "hooks"),
+            "info": tree_state(root / ".git" / "info"), "autogk.toml": (root / ".autogk.toml").read_bytes(),
+            "readme": (root / "README.md").read_bytes(), "user_file": (root / "mine.txt").read_bytes(),
+            "index": git(root, "ls-files", "-s"), "outside": tree_state(outside)}
+
+
+def watched_project(project: Path, tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "existing.txt").write_text("the user's file\n")
+    cfg = project / ".autogk.toml"
+    cfg.write_text(cfg.read_text().replace("[agent]\n", f'[agent]\nwatch = ["{outside}"]\n', 1))
+    (project / "README.md").write_text("# a project\n")
+    git(project, "add", "README.md")
+    git(project, "commit", "-qam", "watch a folder outside the repository")
+    # A person's uncommitted work in the main checkout must survive byte for byte.
+    (project / "README.md").write_text((project / "README.md").read_text() + "my unsaved edit\n")
+    (project / "mine.txt").write_text("untracked, mine\n")
+    return outside
+
+
+def test_a_hostile_agent_leaves_the_repository_exactly_as_before(project, tmp_path):
+    outside = watched_project(project, tmp_path)
+    main, raw = str(project), "env -u GIT_DIR -u GIT_WORK_TREE git"
+    actions = [
+        ["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 128 "],
+        ["sh", "git commit -qam 'agent commit in its sandbox' && git branch sandbox-branch"],
+        ["sh", f"{raw} commit -qam 'agent commit past the sandbox'"],           # moves the experiment branch
+        ["sh", f"{raw} -C {main} branch evil main && {raw} -C {main} tag evil-tag"],
+        ["sh", f"{raw} -C {main} config core.hooksPath /tmp/evil-hooks"],
+        ["write", f"{main}/.git/hooks/pre-push", "#!/bin/sh\necho pwned > /tmp/pwned\n"],
+        ["sh", f"chmod +x {main}/.git/hooks/pre-push"],
+        ["write", f"{main}/.git/info/exclude", "*\n"],
+        ["replace", f"{main}/.autogk.toml", "[agent]", "[agent]\nbogus_key = 1"],
+        ["replace", f"{main}/README.md", "my unsaved edit", "agent's edit"],
+        ["write", f"{main}/kernels/scale/inputs.py", "def planted(): pass\n"],
+        ["sh", f"rm {main}/mine.txt"],
+        ["write", f"{outside}/evil.txt", "left behind\n"],
+        ["replace", f"{outside}/existing.txt", "user", "agent"],
+        ["sh", f"{raw} -C {main} add README.md"],
+        ["hypothesis", "BLOCK 64 -> 128, and a few things it should not do"],
+    ]
+    before = repo_state(project, outside)
+    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json", env=env_for(actions))
+    after = repo_state(project, outside)
+    for key in before:
+        assert after[key] == before[key], key
+    assert not (project / ".git" / "hooks" / "pre-push").exists()
+
+    [exp] = json.loads(out.stdout)["experiments"]
+    assert exp["decision"] == "invalid", exp
+    result = notes_json(project, exp["commit"])
+    assert result["verdict"]["rule"] == "confinement" and result["timing"] is None
+    plan = git(project, "notes", "--ref", "autogk/plans", "show", exp["commit"])
+    for what in (".git/hooks", ".autogk.toml", ".git/config", "refs/heads/evil", "refs/tags/evil-tag",
+                 "evil.txt", "existing.txt", "inputs.py", "mine.txt", "README.md", "index",
+                 "own commit", "refs/heads/autogk/scale/0001-wip"):
+        assert what in plan, what
+    # Not kept: the trunk is where it was, the experiment is archived with its (editable) change only.
+    assert git(project, "rev-parse", "main").strip() == git(project, "rev-parse", "HEAD").strip()
+    assert "Autogk-Experiment: 1" not in git(project, "log", "-3", "--format=%B", "main")
+    assert git(project, "diff", "--name-only", f"{exp['commit']}^", exp["commit"]).split() == [KERNEL]
+    assert "Autogk-Invalid:" in git(project, "log", "-1", "--format=%B", exp["commit"])
+    # The agent's versions are kept for the person to inspect.
+    kept = project / ".git" / "autogk" / "confined" / "0001"
+    assert any(p.name == "pre-push" for p in kept.rglob("*"))
+    assert "outside its files" in out.stderr
+
+
+def test_a_symlinked_kernel_is_refused_and_the_experiment_invalid(project):
+    kernel = (project / KERNEL).read_bytes()
+    actions = [["sh", f"rm {KERNEL} && ln -s /etc/hostname {KERNEL}"], ["hypothesis", "a link"]]
+    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json", env=env_for(actions))
+    [exp] = json.loads(out.stdout)["experiments"]
+    assert exp["decision"] == "invalid"
+    assert git(project, "ls-tree", exp["commit"], KERNEL).startswith("100644 blob")
+    assert (project / KERNEL).read_bytes() == kernel and not (project / KERNEL).is_symlink()
+    assert "symbolic link" in git(project, "notes", "--ref", "autogk/plans", "show", exp["commit"])
+
+
+def test_a_commit_in_the_sandbox_is_thrown_away_and_the_loop_commits(project):
+    actions = [["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 128 "],
+               ["sh", "git commit -qam 'my own commit' && git config user.name Mallory"],
+               ["hypothesis", "BLOCK 64 -> 128"]]
+    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json", env=env_for(actions))
+    [exp] = json.loads(out.stdout)["experiments"]
+    assert exp["decision"] == "keep", exp
+    log = git(project, "log", "--format=%s", "main")
+    assert "my own commit" not in log and "BLOCK 64 -> 128" in log
+    assert "Mallory" not in git(project, "config", "--list")
+    assert "own commit" in git(project, "notes", "--ref", "autogk/plans", "show", exp["commit"])
