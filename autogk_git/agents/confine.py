@@ -131,7 +131,12 @@ def _keep_copy(path: Path, backup: Path, label: str) -> str:
 def restore_files(before: dict[Path, Entry], after: dict[Path, Entry], backup: Path,
                   label: dict[Path, str] | None = None) -> list[str]:
     """Undo every difference between two walks; one line per path."""
-    name = (lambda p: (label or {}).get(p, str(p)))
+    def name(p: Path) -> str:  # under a labelled root: its short name, e.g. .git/hooks/pre-push
+        for root, short in (label or {}).items():
+            if p == root or root in p.parents:
+                return short + str(p)[len(str(root)):]
+        return str(p)
+
     changed = sorted({p for p in before.keys() | after.keys()
                       if not (before.get(p) and before[p].same(after.get(p)))}, key=lambda p: len(p.parts))
     why: dict[Path, str] = {}
@@ -207,8 +212,10 @@ def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) ->
     roots.append(top / ".autogk.toml")
     for w in watch:
         roots.append(Path(os.path.expanduser(w)).resolve())
-    labels = {common / "config": ".git/config", common / "hooks": ".git/hooks", common / "info": ".git/info",
-              top / ".autogk.toml": ".autogk.toml"}
+    labels = {common / "config": ".git/config", common / "config.worktree": ".git/config.worktree",
+              common / "hooks": ".git/hooks", common / "info": ".git/info", top / ".autogk.toml": ".autogk.toml"}
+    if hooks_dir != common / "hooks":
+        labels[hooks_dir] = f"hooks ({hooks_dir})"
     seen: list[Path] = []
     for r in roots:  # a watched path inside another one is compared once
         if not any(r == s or s in r.parents for s in seen):
@@ -333,7 +340,7 @@ def _main_checkout(snap: Snapshot, backup: Path) -> list[str]:
         kept = f" (the agent's version: {copy})" if copy else ""
         if b is not None:
             _put_back(p, b)
-            lines.append(f"{rel[p]}: changed; put back{kept}")
+            lines.append(f"{rel[p]}: {'deleted' if a is None else 'changed'}; put back{kept}")
             continue
         tracked = git("ls-files", "--error-unmatch", "--", str(p.relative_to(main)), cwd=main, check=False).strip()
         if tracked:
