@@ -72,7 +72,7 @@ def refuse_tracked(root: Path, d: Path) -> None:
     top = Path(git("rev-parse", "--show-toplevel", cwd=root).strip()).resolve()
     if real == common or common in real.parents or top not in real.parents:
         return  # in the git directory or outside the checkout: never committed
-    if git_ok("check-ignore", "-q", str(real), cwd=root):
+    if git_ok("check-ignore", "-q", str(real / HOOKS[0]), cwd=root):  # a file inside: `dir/` patterns match
         return
     raise AutogkError(
         f"core.hooksPath points at {d}, a folder inside the repository (as husky and other hook managers set "
