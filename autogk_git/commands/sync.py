@@ -115,6 +115,7 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
     logged = skipped = 0
     try:
         from autogk_git.tracking import mlflow_store
+        mlflow_store.check(project)  # a broken store is reported even with nothing to log
         by_target: dict[str, list] = {}
         for r in current(project, results):
             by_target.setdefault(r["target"], []).append(r)

@@ -213,6 +213,11 @@ def describe_error(project, e: BaseException):
     return AutogkError(f"the MLflow store {uri} could not be used ({text}); the result notes are intact", hint)
 
 
+def check(project) -> None:
+    """Open the store and read from it: raises whatever a locked, damaged or unreachable store raises."""
+    _client(project).search_experiments(max_results=1)
+
+
 def synced_commits(project, target: str) -> set[str]:
     client = _client(project)
     exp = client.get_experiment_by_name(experiment_name(target))
