@@ -112,4 +112,4 @@ def test_sync_skips_counts_and_prunes_notes_whose_commit_is_gone(iterated, tmp_p
     pruned = json.loads(autogk(clone, "sync", "--prune", "--json").stdout)
     assert pruned["pruned"] == 1 and pruned["orphaned"] == 1
     assert gone not in git(clone, "notes", "--ref", "autogk/results", "list")
-    assert json.loads(autogk(clone, "sync", "--json").stdout)["orphaned"] == 0
+    assert "orphaned" not in json.loads(autogk(clone, "sync", "--json").stdout)

@@ -138,7 +138,9 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
 
 def _summary(n: int, logged: int, skipped: int, fetched: list[str], orphaned: int = 0, pruned: int = 0,
              pushed: list[str] | None = None) -> dict:
-    out: dict = {"notes": n, "logged": logged, "already_logged": skipped, "orphaned": orphaned}
+    out: dict = {"notes": n, "logged": logged, "already_logged": skipped}
+    if orphaned:
+        out["orphaned"] = orphaned
     if pruned:
         out["pruned"] = pruned
     if fetched:
@@ -162,5 +164,5 @@ def sync(full, fetch, remote, push, prune, as_json) -> int:
     out = sync_project(project, say, full, fetch, remote, push, prune)
     click.echo(json.dumps(out) if as_json else
                f"{out['notes']} result note(s): {out['logged']} logged, {out['already_logged']} already in MLflow"
-               + (f"; {out['orphaned']} skipped (commit gone)" if out["orphaned"] and not out.get("pruned") else ""))
+               + (f"; {out['orphaned']} skipped (commit gone)" if out.get("orphaned") and not out.get("pruned") else ""))
     return 0
