@@ -52,6 +52,8 @@ def test_a_corrupt_store_is_a_clear_error_in_sync_and_a_warning_in_iterate(proje
     out = autogk(project, "sync", check=False)
     assert out.returncode == 1 and "Traceback" not in out.stderr and "crashed" not in out.stderr
     assert "could not be used" in out.stderr and f"mv {db} {db}.bad && autogk sync --full" in out.stderr
+    doc = autogk(project, "doctor", check=False)
+    assert doc.returncode != 0 and "problem: the MLflow store" in doc.stdout and "autogk sync --full" in doc.stdout
     it = autogk(project, "iterate", "-n", "1", "--agent", "tune", "--json")
     [exp] = json.loads(it.stdout)["experiments"]
     assert "MLflow logging failed" in it.stderr and "autogk sync" in it.stderr

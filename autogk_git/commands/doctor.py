@@ -68,6 +68,15 @@ def checks() -> dict[str, Any]:
                 out["problems"].append(f"target {name}: {e}")
         if "missing" in out["project"]["hooks"].values():
             out["problems"].append("hooks are not installed: autogk hooks install")
+        uri = project.tracking_uri()
+        made = not uri.startswith("sqlite:///") or Path(uri[len("sqlite:///"):]).exists()
+        if cfg.tracking.enabled and out["packages"]["mlflow"] and made:  # a store not made yet is fine
+            from autogk_git.tracking import mlflow_store
+            try:
+                mlflow_store.check(project)
+            except Exception as e:  # noqa: BLE001 - a locked, damaged or unreachable store: say which, and the fix
+                err = mlflow_store.describe_error(project, e)
+                out["problems"].append(f"{err.message}; fix: {err.hint}")
     except Exception as e:  # noqa: BLE001
         out["project"] = None
         out["project_error"] = str(e)
