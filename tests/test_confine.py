@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import DATA, autogk, git, notes_json
 
 FAKE = DATA / "fake_cli" / "fake_cli.py"
@@ -125,3 +127,27 @@ def test_a_commit_in_the_sandbox_is_thrown_away_and_the_loop_commits(project):
     assert "my own commit" not in log and "BLOCK 64 -> 128" in log
     assert "Mallory" not in git(project, "config", "--list")
     assert "own commit" in git(project, "notes", "--ref", "autogk/plans", "show", exp["commit"])
+
+
+def test_a_failing_agent_is_undone_too(project, monkeypatch):
+    """A CLI that escapes and then fails (or deletes its worktree's .git file) leaves nothing behind."""
+    from autogk_git.agents.base import Context
+    from autogk_git.agents.command import CommandAgent
+    from autogk_git.errors import AgentError
+    from autogk_git.loop import experiment as ex
+    from autogk_git.project import Project
+
+    p = Project(project)
+    wt, branch = ex.open_worktree(p, "scale", 1, "main")
+    before = (project / ".git" / "config").read_bytes(), git(project, "for-each-ref")
+    actions = [["sh", "env -u GIT_DIR -u GIT_WORK_TREE git config user.name Mallory"],
+               ["sh", "env -u GIT_DIR -u GIT_WORK_TREE git tag planted"],
+               ["sh", "rm .git"], ["exit", 3]]
+    for k, v in env_for(actions).items():
+        monkeypatch.setenv(k, v)
+    ctx = Context(worktree=wt, target=p.target("scale").at(wt), number=1, history=[], config=Project(project).config)
+    with pytest.raises(AgentError, match="exited with code 3") as e:
+        CommandAgent(ctx.config).propose(ctx)
+    assert "reached outside its files" in e.value.message and "refs/tags/planted" in e.value.message
+    assert ((project / ".git" / "config").read_bytes(), git(project, "for-each-ref")) == before
+    assert (wt / ".git").is_file() and git(wt, "status", "--porcelain") == ""

@@ -210,10 +210,13 @@ def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) ->
     roots = [common / "config", common / "config.worktree", common / "hooks", common / "info", hooks_dir]
     top = main or worktree
     roots.append(top / ".autogk.toml")
+    if (worktree / ".git").is_file():  # a linked worktree's pointer to its git directory
+        roots.append(worktree / ".git")
     for w in watch:
         roots.append(Path(os.path.expanduser(w)).resolve())
     labels = {common / "config": ".git/config", common / "config.worktree": ".git/config.worktree",
-              common / "hooks": ".git/hooks", common / "info": ".git/info", top / ".autogk.toml": ".autogk.toml"}
+              common / "hooks": ".git/hooks", common / "info": ".git/info", top / ".autogk.toml": ".autogk.toml",
+              worktree / ".git": "the worktree's .git file"}
     if hooks_dir != common / "hooks":
         labels[hooks_dir] = f"hooks ({hooks_dir})"
     seen: list[Path] = []
@@ -252,9 +255,11 @@ def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
 
     own_branch (refs/heads/...) is the experiment's branch: if the agent moved it, it is put back and
     the change stays in the worktree's files for the loop to judge and commit."""
-    lines: list[str] = []
     wt = snap.worktree
-    # Refs first: the checkouts are compared against their HEADs afterwards.
+    # Git's own files first: the worktree's .git file, config (core.bare, core.worktree), and an
+    # `info/exclude` of `*` that would hide new files from status. Then refs, then the checkouts,
+    # which are compared against their HEADs.
+    lines = restore_files(snap.files, _walk_all(snap.roots), backup, snap.labels)
     now = all_refs(wt)
     checked_out = _checked_out_elsewhere(wt)
     for ref in sorted(snap.refs.keys() | now.keys()):
@@ -282,8 +287,6 @@ def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
         else:
             git("update-ref", "--no-deref", "HEAD", snap.worktree_head, cwd=wt)
     git("reset", "-q", cwd=wt)  # the worktree's index back to HEAD; the loop stages what it commits
-    # Git's own files before the checkout: an `info/exclude` of `*` would hide new files from status.
-    lines += restore_files(snap.files, _walk_all(snap.roots), backup, snap.labels)
     if snap.main is not None:
         lines += _main_checkout(snap, backup)
     return lines
