@@ -60,6 +60,19 @@ def test_a_corrupt_store_is_a_clear_error_in_sync_and_a_warning_in_iterate(proje
     assert git(project, "notes", "--ref", "autogk/results", "show", exp["commit"]).strip()
 
 
+def test_doctor_warns_of_notes_without_runs_and_sync_catches_up(project):
+    autogk(project, "iterate", "-n", "1", "--agent", "tune")   # a note and its run
+    assert "no MLflow run" not in autogk(project, "doctor", check=False).stdout
+    # A note whose run is missing: a loop killed between the two, or an MLflow outage.
+    sha = git(project, "rev-parse", "HEAD").strip()
+    git(project, "notes", "--ref", "autogk/results", "add", "-f", "-m",
+        json.dumps({"schema": 1, "target": "scale", "experiment": 9, "commit": sha, "verdict": {}}), sha)
+    doc = autogk(project, "doctor", check=False)
+    assert "1 experiment(s) have a result note but no MLflow run (e.g. scale #0009): autogk sync" in doc.stdout
+    autogk(project, "sync")
+    assert "no MLflow run" not in autogk(project, "doctor", check=False).stdout
+
+
 def test_a_bogus_tracking_uri_is_a_clear_error(project):
     out = autogk(project, "sync", check=False, env={"AUTOGK_TRACKING_URI": "bogus-scheme://nowhere/x"})
     assert out.returncode == 1 and "Traceback" not in out.stderr and "crashed" not in out.stderr

@@ -74,6 +74,10 @@ def checks() -> dict[str, Any]:
             from autogk_git.tracking import mlflow_store
             try:
                 mlflow_store.check(project)
+                behind = mlflow_store.unlogged(project)
+                if behind:
+                    out["problems"].append(f"{len(behind)} experiment(s) have a result note but no MLflow run "
+                                           f"(e.g. {behind[0][0]} #{behind[0][1]:04d}): autogk sync")
             except Exception as e:  # noqa: BLE001 - a locked, damaged or unreachable store: say which, and the fix
                 err = mlflow_store.describe_error(project, e)
                 out["problems"].append(f"{err.message}; fix: {err.hint}")

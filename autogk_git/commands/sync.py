@@ -47,16 +47,6 @@ def fetch_shared(project: Project, say, remote: str | None = None, pushing: bool
     return done
 
 
-def orphans(project: Project, commits: list[str]) -> set[str]:
-    """The annotated commits this repository does not have (amended, rebased or replayed away, then
-    collected; or never pushed): git copies notes onto the new commits but keeps the old ones' notes."""
-    if not commits:
-        return set()
-    out = git("cat-file", "--batch-check=%(objectname) %(objecttype)", cwd=project.root,
-              input="\n".join(commits) + "\n")
-    return {c for c, line in zip(commits, out.splitlines()) if not line.endswith(" commit")}
-
-
 def prune_orphans(project: Project, gone: set[str]) -> int:
     """Remove the notes of commits that are gone, in every autogk notes ref."""
     n = 0
@@ -94,7 +84,7 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
                  remote: str | None = None, push: bool = False, prune: bool = False) -> dict:
     fetched = fetch_shared(project, say, remote, pushing=push) if fetch else []
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
-    gone = orphans(project, sorted(texts))
+    gone = remote_mod.missing_commits(project.root, sorted(texts))
     pruned = 0
     if gone and prune:
         pruned = prune_orphans(project, gone)

@@ -77,6 +77,15 @@ def push(root: Path, remote: str) -> str:
     return f"pushed autogk's notes and experiment refs to {remote}"
 
 
+def missing_commits(root: Path, commits: list[str]) -> set[str]:
+    """The annotated commits this repository does not have (amended, rebased or replayed away, then
+    collected; or never pushed): git copies notes onto the new commits but keeps the old ones' notes."""
+    if not commits:
+        return set()
+    out = git("cat-file", "--batch-check=%(objectname) %(objecttype)", cwd=root, input="\n".join(commits) + "\n")
+    return {c for c, line in zip(commits, out.splitlines()) if not line.endswith(" commit")}
+
+
 def remote_has_notes(root: Path, remote: str) -> bool:
     """True when the remote holds autogk notes (False, too, when it cannot be asked)."""
     out = git_proc("ls-remote", remote, NOTES_PREFIX + "*", cwd=root)

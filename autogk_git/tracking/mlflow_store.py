@@ -213,6 +213,32 @@ def describe_error(project, e: BaseException):
     return AutogkError(f"the MLflow store {uri} could not be used ({text}); the result notes are intact", hint)
 
 
+def unlogged(project) -> list[tuple[str, int]]:
+    """(target, number) of experiments with a result note on a commit here but no active run: a loop
+    killed between the note and the run, or an MLflow outage. `autogk sync` logs them."""
+    from autogk_git.record.notes import parse_result
+    from autogk_git.record.sharing import missing_commits
+    texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
+    gone = missing_commits(project.root, sorted(texts))
+    noted: dict[str, set[int]] = {}
+    for c, t in texts.items():
+        r = parse_result(t, c) if c not in gone else None
+        if r and "target" in r and isinstance(r.get("experiment"), int):
+            noted.setdefault(r["target"], set()).add(r["experiment"])
+    client = _client(project)
+    out = []
+    for target, numbers in sorted(noted.items()):
+        exp = client.get_experiment_by_name(experiment_name(target))
+        logged: set[int] = set()
+        if exp is not None:
+            for r in client.search_runs([exp.experiment_id], max_results=5000):
+                n = r.data.tags.get("autogk.number", "")
+                if n.isdigit():
+                    logged.add(int(n))
+        out += [(target, n) for n in sorted(numbers - logged)]
+    return out
+
+
 def check(project) -> None:
     """Open the store and read from it: raises whatever a locked, damaged or unreachable store raises."""
     _client(project).search_experiments(max_results=1)
