@@ -65,6 +65,8 @@ def test_a_clone_of_a_hub_without_notes_says_so_and_how_to_fix_it(iterated, tmp_
     git(iterated, "remote", "add", "hub", str(hub))
     git(iterated, "push", "-q", "hub", "main")
     git(tmp_path, "clone", "-q", str(hub), str(tmp_path / "c"))
+    log = autogk(tmp_path / "c", "log").stdout
+    assert "`autogk sync` fetches the experiments from origin" in log
     out = autogk(tmp_path / "c", "sync", env={"AUTOGK_TRACKING_ENABLED": "false"})
     assert "origin holds no autogk notes" in out.stdout
     assert "autogk sync --push --remote origin" in out.stdout

@@ -86,6 +86,16 @@ def missing_commits(root: Path, commits: list[str]) -> set[str]:
     return {c for c, line in zip(commits, out.splitlines()) if not line.endswith(" commit")}
 
 
+def empty_history_hint(root: Path) -> str:
+    """What to run when no experiment is here: iterate, or (in a clone) fetch the shared ones."""
+    names = remotes(root)
+    if not names or repo.rev(root, NOTES_PREFIX + "results"):
+        return "no experiments yet: run `autogk iterate`"
+    return (f"no experiments here yet. A clone has branches only: `autogk sync` fetches the experiments from "
+            f"{', '.join(names)}; if they are not there either, push them from the clone that ran them "
+            f"(autogk sync --push --remote {names[0]}). Or start here: autogk iterate")
+
+
 def remote_has_notes(root: Path, remote: str) -> bool:
     """True when the remote holds autogk notes (False, too, when it cannot be asked)."""
     out = git_proc("ls-remote", remote, NOTES_PREFIX + "*", cwd=root)
