@@ -103,6 +103,10 @@ def test_a_hostile_agent_leaves_the_repository_exactly_as_before(project, tmp_pa
     kept = project / ".git" / "autogk" / "confined" / "0001"
     assert any(p.name == "pre-push" for p in kept.rglob("*"))
     assert "outside its files" in out.stderr
+    # It reads as invalid wherever experiments are listed.
+    assert "#0001 VOID" in autogk(project, "log").stdout
+    assert json.loads(autogk(project, "log", "--verdict", "invalid", "--json").stdout)[0]["number"] == 1
+    assert "INVALID" in autogk(project, "show", "1").stdout.upper()
 
 
 def test_a_symlinked_kernel_is_refused_and_the_experiment_invalid(project):

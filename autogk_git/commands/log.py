@@ -33,7 +33,7 @@ def log(target, verdict, state, since, limit, as_json) -> int:
         return 0
     lines = []
     for r in items:
-        mark = {"keep": "KEEP  ", "revert": "REVERT", "pending": "...   "}.get(r.decision, r.decision[:6])
+        mark = {"keep": "KEEP  ", "revert": "REVERT", "pending": "...   ", "invalid": "VOID  "}.get(r.decision, r.decision[:6])
         figs = f"  [{r.figures}]" if r.figures else ""
         lines.append(f"{r.target} #{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}")
     click.echo("\n".join(lines))

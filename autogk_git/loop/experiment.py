@@ -142,7 +142,7 @@ def measure(project: Project, target_name: str, number: int, sha: str, branch: s
     seed = int(sha[:8], 16)
     invalid = meta["trailers"].get("Autogk-Invalid")
     if invalid:  # the agent reached outside its files: nothing it made is measured or kept
-        bench = {"backend": backend.name, "timing": None, "stages": [], "correct": False}
+        bench = {"backend": backend.name, "timing": None, "stages": {}, "correct": False}
         verdict = {"decision": "invalid", "rule": "confinement", "outcome": "invalid", "reason": invalid, "figures": ""}
     else:
         bench = benchmark(project.root, target, backend, sha, parent, project.config, seed, progress=say)
