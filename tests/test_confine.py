@@ -112,7 +112,9 @@ def test_a_hostile_agent_leaves_the_repository_exactly_as_before(project, tmp_pa
 def test_a_symlinked_kernel_is_refused_and_the_experiment_invalid(project):
     kernel = (project / KERNEL).read_bytes()
     actions = [["sh", f"rm {KERNEL} && ln -s /etc/hostname {KERNEL}"], ["hypothesis", "a link"]]
-    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json", env=env_for(actions))
+    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json",
+                 env={**env_for(actions), "AUTOGK_TRACKING_ENABLED": "true"})  # an invalid result in MLflow too
+    assert "MLflow logging failed" not in out.stderr + out.stdout
     [exp] = json.loads(out.stdout)["experiments"]
     assert exp["decision"] == "invalid"
     assert git(project, "ls-tree", exp["commit"], KERNEL).startswith("100644 blob")
