@@ -157,3 +157,15 @@ def test_a_failing_agent_is_undone_too(project, monkeypatch):
     assert "reached outside its files" in e.value.message and "refs/tags/planted" in e.value.message
     assert ((project / ".git" / "config").read_bytes(), git(project, "for-each-ref")) == before
     assert (wt / ".git").is_file() and git(wt, "status", "--porcelain") == ""
+
+
+def test_git_in_the_sandbox_sees_the_experiment_as_the_agent_expects(project, tmp_path):
+    """A CLI that inspects its change with git (as coding CLIs do) sees its worktree against the base."""
+    seen = tmp_path / "seen.txt"
+    actions = [["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 128 "],
+               ["sh", f"(git rev-parse --abbrev-ref HEAD; git status --porcelain; git diff --stat) > {seen}"],
+               ["hypothesis", "BLOCK 128"]]
+    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json", env=env_for(actions))
+    assert json.loads(out.stdout)["experiments"][0]["decision"] == "keep"
+    lines = seen.read_text().splitlines()
+    assert lines[0] == "autogk/scale/0001-wip" and lines[1] == f" M {KERNEL}" and "1 file changed" in lines[-1]
