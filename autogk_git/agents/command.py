@@ -107,6 +107,10 @@ class CommandAgent:
         inspector = ctx.artifacts.get("workloads")
         watch = [str(w) for w in (getattr(self.config.agent, "watch", None) or [])]
         snap = confine.take(ctx.worktree, watch)
+        for path, e in snap.files.items():
+            if e.digest.startswith("too-many-files"):
+                say(f"  warning: {path} holds over {confine.MAX_WALK} files, too many to compare; "
+                    "watch the files in it that matter instead ([agent] watch)")
         own_branch = confine.head_of(ctx.worktree)
         base = git("rev-parse", "HEAD", cwd=ctx.worktree).strip()
         backup = snap.common / "autogk" / "confined" / f"{ctx.number:04d}"
