@@ -6,6 +6,7 @@ tokens come from the environment only (see env.py).
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "docs": Key(list, [], "repo-relative globs agents may read besides the target's files, e.g. ['docs/*.md']"),
         "command_timeout_s": Key(int, 1800, "command agent: time limit of one CLI run in seconds",
                                  check=_pos, rule="> 0"),
+        "watch": Key(list, [], "command agent: paths outside the repository compared before and after each "
+                     "run; a change there is undone and makes the experiment invalid, e.g. ['~/.bashrc', '/tmp/x']"),
     },
     "research": {
         "agent": Key(str, "auto", "who writes research plans; auto: anthropic with ANTHROPIC_API_KEY, else offline",
@@ -171,6 +174,15 @@ class _Section:
         self.__dict__.update(values)
 
 
+# Upper bounds past which a count is a typo, not a wish (reps = 30000000 would time one workload for days).
+UPPER: dict[tuple[str, str], float] = {
+    ("bench", "reps"): 100_000, ("bench", "trials"): 1_000, ("bench", "warmup"): 100_000,
+    ("bench", "stride"): 1_000_000, ("bench", "min_rounds"): 10_000, ("bench", "max_rounds"): 100_000,
+    ("bench", "timeout_s"): 7 * 86400, ("agent", "command_timeout_s"): 7 * 86400,
+    ("agent", "max_turns"): 100_000, ("research", "max_turns"): 100_000,
+}
+
+
 def _coerce(section: str, key: str, spec: Key, value: Any, where: str) -> Any:
     name = f"[{section}] {key}"
     if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
@@ -185,6 +197,13 @@ def _coerce(section: str, key: str, spec: Key, value: Any, where: str) -> Any:
     if spec.choices is not None and value not in spec.choices:
         raise ConfigError(f"{where}: {name} = {value!r} is not one of {', '.join(map(str, spec.choices))}",
                           f"set {key} to one of: {', '.join(map(repr, spec.choices))}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {name} = {value!r} must be a finite number",
+                          f"default: {key} = {_toml(spec.default)}  ({spec.doc})")
+    most = UPPER.get((section, key))
+    if most is not None and isinstance(value, (int, float)) and value > most:
+        raise ConfigError(f"{where}: {name} = {value!r} is beyond any sensible value (at most {most})",
+                          f"default: {key} = {_toml(spec.default)}  ({spec.doc})")
     if spec.check is not None and not spec.check(value):
         raise ConfigError(f"{where}: {name} = {value!r} must be {spec.rule}",
                           f"default: {key} = {_toml(spec.default)}  ({spec.doc})")
@@ -257,12 +276,17 @@ def parse(data: dict[str, Any], where: str = CONFIG_NAME, environ: dict[str, str
 def load(root: Path) -> Config:
     path = root / CONFIG_NAME
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no {CONFIG_NAME} in {root}", "run `autogk init` to make this an autogk project") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {e.start})",
+                          f"save {CONFIG_NAME} as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder", f"replace it with the settings file (autogk init writes one)") from None
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise ConfigError(f"{path}: not valid TOML: {e}", f"fix the syntax in {CONFIG_NAME}") from None
     cfg = parse(data, where=str(path))
     cfg.path = path

@@ -17,18 +17,34 @@ from autogk_git.errors import InputDataNeeded, NotAProject, TargetError
 from autogk_git.git.run import git
 
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
+DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", *INT_DTYPES)
+
+
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file; one that is not is an error naming it, never a UnicodeDecodeError."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TargetError(f"{path}: {what} is not UTF-8 text (bad byte at offset {e.start})",
+                          f"save {path.name} as UTF-8") from None
+    except IsADirectoryError:
+        raise TargetError(f"{path}: {what} is a folder, not a file", f"replace it with the {what} file") from None
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a bad line is an error naming it."""
     out = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
+    for i, line in enumerate(read_text(path, "the workloads file").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append((i, json.loads(line)))
-        except json.JSONDecodeError as e:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as e:
             raise TargetError(f"{path}:{i}: not valid JSON: {e}", "fix that line") from None
+        if not isinstance(obj, dict):
+            raise TargetError(f"{path}:{i}: a workload line is a JSON object, got {type(obj).__name__}",
+                              'write lines like {"workload": {"uuid": ..., "axes": {...}, "inputs": {...}}}')
+        out.append((i, obj))
     return out
 
 
@@ -68,11 +84,11 @@ class Target:
     def definition(self) -> dict[str, Any]:
         path = self.dir / "definition.json"
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(read_text(path, "the definition"))
         except FileNotFoundError:
             raise TargetError(f"target {self.name}: {path} is missing",
                               f"add a FlashInfer-Bench definition, or `autogk init --definition FILE`") from None
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:
             raise TargetError(f"target {self.name}: {path} is not valid JSON: {e}", "fix the file") from None
         check_definition(data, str(path))
         return data
@@ -87,9 +103,7 @@ class Target:
         out = []
         for i, obj in read_jsonl(path):
             wl = obj.get("workload", obj)
-            if "axes" not in wl or "uuid" not in wl:
-                raise TargetError(f"{path}:{i}: a workload needs 'uuid' and 'axes'",
-                                  'write lines like {"workload": {"uuid": ..., "axes": {...}, "inputs": {...}}}')
+            check_workload(wl, f"{path}:{i}", self.definition)
             out.append(wl)
         if not out:
             raise TargetError(f"target {self.name}: {path} has no workloads", "add at least one workload line")
@@ -137,23 +151,91 @@ class Target:
         return need
 
 
+LINE = 'write lines like {"workload": {"uuid": "...", "axes": {"n": 1024}, "inputs": {"x": {"type": "random"}}}}'
+FORMAT = "see FlashInfer-Bench's Definition format (docs: name, axes, inputs, outputs, reference)"
+
+
 def check_definition(data: Any, where: str) -> None:
     """Structural checks that give clear messages; flashinfer-bench's model runs too when installed."""
+    def bad(what: str, hint: str = FORMAT) -> TargetError:
+        return TargetError(f"{where}: {what}", hint)
+
     if not isinstance(data, dict):
-        raise TargetError(f"{where}: a definition is a JSON object", "see FlashInfer-Bench's Definition format")
+        raise bad("a definition is a JSON object")
     for key in ("name", "axes", "inputs", "outputs", "reference"):
         if key not in data:
-            raise TargetError(f"{where}: the definition has no '{key}'",
-                              "a FlashInfer-Bench definition needs name, axes, inputs, outputs, reference")
+            raise bad(f"the definition has no '{key}'",
+                      "a FlashInfer-Bench definition needs name, axes, inputs, outputs, reference")
+    if not isinstance(data["name"], str) or not data["name"].strip():
+        raise bad(f"'name' must be a non-empty string, got {data['name']!r:.60}")
     axes = data["axes"]
+    if not isinstance(axes, dict):
+        raise bad(f"'axes' must be an object of axis name -> {{\"type\": \"var\"}} or "
+                  f"{{\"type\": \"const\", \"value\": N}}, got {type(axes).__name__}")
+    for name, ax in axes.items():
+        if not isinstance(ax, dict) or ax.get("type") not in ("var", "const"):
+            raise bad(f"axis '{name}' must be {{\"type\": \"var\"}} or {{\"type\": \"const\", \"value\": N}}, "
+                      f"got {ax!r:.80}")
+        if ax["type"] == "const":
+            v = ax.get("value")
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise bad(f"const axis '{name}' needs a non-negative integer 'value', got {v!r:.40}",
+                          f'write it as "{name}": {{"type": "const", "value": 128}}')
     for section in ("inputs", "outputs"):
-        for tname, spec in data[section].items():
-            for dim in spec.get("shape") or []:
-                if dim not in axes:
-                    raise TargetError(f"{where}: {section}.{tname} uses axis '{dim}', which is not in axes",
-                                      f"declare '{dim}' under axes")
-    if "def run(" not in data["reference"]:
-        raise TargetError(f"{where}: the reference defines no run()", "the reference must define run(...)")
+        tensors = data[section]
+        if not isinstance(tensors, dict):
+            raise bad(f"'{section}' must be an object of name -> {{\"shape\": [...], \"dtype\": ...}}, "
+                      f"got {type(tensors).__name__}")
+        if section == "outputs" and not tensors:
+            raise bad("'outputs' is empty: a kernel must produce at least one output",
+                      'declare one, e.g. "outputs": {"out": {"shape": ["n"], "dtype": "float32"}}')
+        for tname, spec in tensors.items():
+            if not isinstance(spec, dict):
+                raise bad(f"{section}.{tname} must be an object with 'shape' and 'dtype', got {spec!r:.60}")
+            if spec.get("dtype") not in DTYPES:
+                raise bad(f"{section}.{tname} has dtype {spec.get('dtype')!r:.40}, which autogk does not know",
+                          f"use one of: {', '.join(DTYPES)}")
+            shape = spec.get("shape")
+            if shape is not None and not isinstance(shape, list):
+                raise bad(f"{section}.{tname}: 'shape' must be a list of axis names or null, got {shape!r:.60}")
+            for dim in shape or []:
+                if not isinstance(dim, str) or dim not in axes:
+                    raise bad(f"{section}.{tname} uses axis {dim!r:.40}, which is not in axes",
+                              f"declare {dim!r:.40} under axes")
+    ref = data["reference"]
+    if not isinstance(ref, str):
+        raise bad(f"'reference' must be Python source text (a string), got {type(ref).__name__}",
+                  "write the reference as a string holding `def run(...)`")
+    if "def run(" not in ref:
+        raise bad("the reference defines no run()", "the reference must define run(...)")
+
+
+def check_workload(wl: Any, where: str, definition: dict[str, Any]) -> None:
+    """One workload object: uuid, an integer for every variable axis, inputs as objects."""
+    if not isinstance(wl, dict):
+        raise TargetError(f"{where}: 'workload' must be a JSON object, got {type(wl).__name__}", LINE)
+    if "axes" not in wl or "uuid" not in wl:
+        raise TargetError(f"{where}: a workload needs 'uuid' and 'axes'", LINE)
+    if not isinstance(wl["uuid"], str) or not wl["uuid"]:
+        raise TargetError(f"{where}: 'uuid' must be a non-empty string, got {wl['uuid']!r:.40}", LINE)
+    axes = wl["axes"]
+    if not isinstance(axes, dict):
+        raise TargetError(f"{where}: 'axes' must be an object of axis name -> integer, got {axes!r:.60}", LINE)
+    for name, ax in definition["axes"].items():
+        if ax["type"] != "var":
+            continue
+        v = axes.get(name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 1 << 40:
+            raise TargetError(f"{where}: variable axis '{name}' needs a non-negative integer, got {v!r:.40}",
+                              f"give it in the line's axes, e.g. \"{name}\": 1024")
+    inputs = wl.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise TargetError(f"{where}: 'inputs' must be an object of input name -> {{\"type\": ...}}, "
+                          f"got {type(inputs).__name__}", LINE)
+    for name, spec in inputs.items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("type", "random"), str):
+            raise TargetError(f"{where}: input '{name}' must be an object like {{\"type\": \"random\"}}, "
+                              f"got {spec!r:.60}", LINE)
 
 
 def input_data_message(target: Target, need: list[str]) -> str:
@@ -168,6 +250,7 @@ def input_data_message(target: Target, need: list[str]) -> str:
 
 def require_input_data(target: Target) -> None:
     """Raise InputDataNeeded, saying what to provide, when random data cannot stand for some inputs."""
+    target.definition, target.workloads  # noqa: B018 - both files checked before any work starts
     need = target.inputs_needing_data()
     if need:
         raise InputDataNeeded(input_data_message(target, need), f"then check it with: autogk bench --target {target.name}")

@@ -43,8 +43,8 @@ def test_push_clone_sync_round_trip(iterated, tmp_path):
     fetch_only = {"AUTOGK_TRACKING_ENABLED": "false"}
     out = json.loads(autogk(iterated, "sync", "--remote", "hub", "--json", env=fetch_only).stdout)
     assert out["fetched_from"] == ["hub"]
-    assert "refs/notes/autogk/*:refs/notes/autogk/*" in git(iterated, "config", "--get-all", "remote.hub.push")
-    git(iterated, "push", "-q", "hub")   # plain git push: the branch, the notes and the experiment refs
+    git(iterated, "push", "-q", "hub", "main")  # the branch; then the notes and the experiment refs:
+    autogk(iterated, "sync", "--push", "--remote", "hub", env=fetch_only)
     hub_refs = git(hub, "for-each-ref", "--format=%(refname)")
     assert "refs/notes/autogk/results" in hub_refs and "refs/notes/autogk/plans" in hub_refs
     assert "refs/heads/main" in hub_refs
@@ -62,7 +62,7 @@ def test_push_clone_sync_round_trip(iterated, tmp_path):
     assert json.loads(autogk(clone, "sync", "--json").stdout)["logged"] == 0
     archived = next(r for r in rows if r["state"] == "archived")
     git(iterated, "notes", "--ref", "autogk/plans", "add", "-f", "-m", "a later thought", archived["commit"])
-    git(iterated, "push", "-q", "hub")
+    autogk(iterated, "sync", "--push", "--remote", "hub", env=fetch_only)
     autogk(clone, "sync", env=fetch_only)
     assert git(clone, "notes", "--ref", "autogk/plans", "show", archived["commit"]).strip() == "a later thought"
 

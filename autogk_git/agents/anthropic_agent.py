@@ -237,7 +237,7 @@ class AnthropicAgent:
         conv = Conversation(cfg, cfg.agent.model, ctx.say, self.client)
 
         def on_finish(args: dict[str, Any]) -> str | None:
-            if args.get("nothing_left") is True:
+            if args.get("nothing_left") is True and not _changed(ctx):
                 return None
             hyp = args.get("hypothesis")
             if not isinstance(hyp, str) or not hyp.strip():

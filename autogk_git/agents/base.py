@@ -36,6 +36,7 @@ class Proposal:
     rationale: str = ""                # markdown: why, written as the plan note
     changed: bool = True
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cost_usd, turns, requests
+    invalid: str = ""                  # why the experiment is void (the agent reached outside its files)
 
 
 class AgentStopped(AgentError):

@@ -1,7 +1,9 @@
 """An external coding CLI as the agent: `claude -p`, `codex exec`, or any program that edits files.
 
 autogk runs `[agent] command` in the experiment's worktree with a generated prompt, then keeps what
-changed inside the target's editable files and undoes (with a message) everything else. The prompt is
+changed inside the target's editable files and undoes (with a message) everything else. Its git
+commands go to a throwaway clone; what it changes outside the worktree is undone and makes the
+experiment invalid (agents/confine.py). The prompt is
 passed as the last argument, or where the command says `{prompt}` (the text) or `{prompt_file}` (a file
 holding it). Examples (see docs/agents.md):
 
@@ -12,12 +14,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from autogk_git.agents import prompts
+from autogk_git.agents import confine, prompts
 from autogk_git.agents.base import Context, Proposal
 from autogk_git.errors import AgentError, ConfigError
 from autogk_git.git.run import git
@@ -44,15 +47,41 @@ def changed_paths(worktree: Path) -> list[tuple[str, str]]:
 
 def undo(worktree: Path, paths: list[tuple[str, str]]) -> None:
     """Put the given paths back as the commit has them; delete the untracked ones."""
-    tracked = [p for s, p in paths if s != "??"]
-    if tracked:
-        git("checkout", "-q", "HEAD", "--", *tracked, cwd=worktree)
-        git("reset", "-q", "HEAD", "--", *tracked, cwd=worktree)
-    for s, p in paths:
+    # Untracked first: a symlink standing where a folder was would send the checkout through it.
+    for s, p in sorted(paths, key=lambda sp: -sp[1].count("/")):
         if s == "??":
             full = worktree / p
             if full.is_symlink() or full.is_file():
                 full.unlink()
+    tracked = [p for s, p in paths if s != "??"]
+    if tracked:
+        for p in tracked:
+            full = worktree / p
+            if full.is_symlink() or full.is_dir():  # a kernel.py replaced by a link or a folder
+                full.unlink() if full.is_symlink() else shutil.rmtree(full)
+        git("checkout", "-q", "HEAD", "--", *tracked, cwd=worktree)
+        git("reset", "-q", "HEAD", "--", *tracked, cwd=worktree)
+
+
+def not_plain(worktree: Path, paths: list[tuple[str, str]]) -> list[tuple[tuple[str, str], str]]:
+    """Editable paths that are not plain files, or whose permission bits differ from the commit's."""
+    modes = {}
+    for line in git("ls-files", "-s", "-z", "--", *[p for _, p in paths], cwd=worktree).split("\0"):
+        if "\t" in line:
+            meta, path = line.split("\t", 1)
+            modes[path] = meta.split()[0]
+    bad = []
+    for sp in paths:
+        full = worktree / sp[1]
+        if full.is_symlink():
+            bad.append((sp, f"{sp[1]} became a symbolic link to {os.readlink(full)}"))
+        elif full.exists() and not full.is_file():
+            bad.append((sp, f"{sp[1]} is not a plain file"))
+        elif full.exists() and sp[1] in modes:
+            exe = bool(full.stat().st_mode & 0o111)
+            if exe != (modes[sp[1]] == "100755"):
+                bad.append((sp, f"{sp[1]}: its mode changed ({modes[sp[1]]} -> {oct(full.stat().st_mode)[-6:]})"))
+    return bad
 
 
 class CommandAgent:
@@ -76,16 +105,27 @@ class CommandAgent:
         say = ctx.say or (lambda s: None)
         t = ctx.target
         inspector = ctx.artifacts.get("workloads")
+        watch = [str(w) for w in (getattr(self.config.agent, "watch", None) or [])]
+        snap = confine.take(ctx.worktree, watch)
+        for path, e in snap.files.items():
+            if e.digest.startswith("too-many-files"):
+                say(f"  warning: {path} holds over {confine.MAX_WALK} files, too many to compare; "
+                    "watch the files in it that matter instead ([agent] watch)")
+        own_branch = confine.head_of(ctx.worktree)
+        base = git("rev-parse", "HEAD", cwd=ctx.worktree).strip()
+        backup = snap.common / "autogk" / "confined" / f"{ctx.number:04d}"
+        escaped: list[str] = []
         with tempfile.TemporaryDirectory(prefix="autogk-command-") as tmp:
             hyp_file = Path(tmp) / "hypothesis.txt"
             prompt_file = Path(tmp) / "prompt.md"
             prompt = prompts.command_prompt(ctx, inspector.read_text() if inspector and inspector.exists() else None,
                                             str(hyp_file))
             prompt_file.write_text(prompt)
+            sandbox_env, _ = confine.sandbox_env(ctx.worktree, Path(tmp))
             env = {**os.environ, "AUTOGK_PROMPT_FILE": str(prompt_file), "AUTOGK_HYPOTHESIS_FILE": str(hyp_file),
                    "AUTOGK_WORKTREE": str(ctx.worktree), "AUTOGK_TARGET_DIR": str(t.dir),
                    "AUTOGK_EDITABLE": ",".join(f"{t.rel}/{g}" for g in t.editable),
-                   "AUTOGK_EXPERIMENT": str(ctx.number)}
+                   "AUTOGK_EXPERIMENT": str(ctx.number), **sandbox_env}
             argv = self.argv(prompt, prompt_file)
             say(f"  running {shlex.join(argv[:-1] if argv[-1] == prompt else argv)} <prompt> in {ctx.worktree}")
             timeout = self.config.agent.command_timeout_s
@@ -99,25 +139,42 @@ class CommandAgent:
             except subprocess.TimeoutExpired:
                 raise AgentError(f"'{argv[0]}' ran past {timeout} s and was stopped",
                                  "raise [agent] command_timeout_s, or ask for a smaller change") from None
+            finally:
+                # Whatever happened (a crash, Ctrl-C, a timeout), put back what it reached first.
+                own_commits = confine.sandbox_commits(sandbox_env, Path(tmp), base)
+                escaped = confine.check_and_undo(snap, backup, own_branch)
+                for line in escaped:
+                    say(f"  outside its files: {line}")
             hypothesis = hyp_file.read_text().strip().splitlines()[0].strip() if hyp_file.exists() and \
                 hyp_file.read_text().strip() else ""
         output = (proc.stdout or "").strip()
         if proc.returncode != 0:
             undo(ctx.worktree, changed_paths(ctx.worktree))
             tail = ((proc.stderr or "") + "\n" + output).strip()[-800:]
-            raise AgentError(f"'{argv[0]}' exited with code {proc.returncode}: {tail}",
+            extra = f" (it also reached outside its files, undone: {'; '.join(escaped)})" if escaped else ""
+            raise AgentError(f"'{argv[0]}' exited with code {proc.returncode}: {tail}{extra}",
                              "run the command by hand in a checkout to see what it needs")
         changes = changed_paths(ctx.worktree)
         inside = [(s, p) for s, p in changes if t.is_editable(p)]
         outside = [c for c in changes if c not in inside]
-        notes = []
+        notes = list(own_commits)
+        for line in own_commits:
+            say(f"  {line}")
         if outside:
             undo(ctx.worktree, outside)
             msg = (f"discarded changes outside the editable files ({t.rel}/{{{','.join(t.editable)}}}): "
                    + ", ".join(p for _, p in outside))
             say(f"  {msg}")
             notes.append(msg)
-        if not inside:
+        for sp, why in not_plain(ctx.worktree, inside):
+            undo(ctx.worktree, [sp])
+            inside.remove(sp)
+            escaped.append(f"{why}; put back")
+            say(f"  refused: {why}")
+        if escaped:
+            escaped.append(f"copies of what the agent wrote, where kept: {backup}" if backup.exists() else
+                           "nothing it wrote needed a copy")
+        if not inside and not escaped:
             return Proposal("no change", f"`{self.command}` changed no editable file.\n\n{output[-TAIL:]}\n"
                             + "\n".join(notes), changed=False)
         if not hypothesis:
@@ -128,6 +185,13 @@ class CommandAgent:
                      f"{hypothesis}\n\n### Output (tail)\n\n```\n{output[-TAIL:]}\n```\n")
         if notes:
             rationale += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+        invalid = ""
+        if escaped:
+            # Listed first in the note: the commit body keeps only its first lines.
+            rationale = ("## INVALID: the agent reached outside its files (undone; not benchmarked)\n\n"
+                         + "\n".join(f"- {e}" for e in escaped) + "\n\n" + rationale)
+            invalid = f"the agent reached outside its files: {len(escaped) - 1} change(s) undone"
         if ctx.plan_id:
             rationale += f"\nFollows the research plan on {ctx.plan_id[:10]}.\n"
-        return Proposal(hypothesis, rationale, usage={"command_s": round(time.monotonic() - t0, 2)})
+        return Proposal(hypothesis, rationale, usage={"command_s": round(time.monotonic() - t0, 2)},
+                        invalid=invalid)

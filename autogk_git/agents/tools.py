@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 MAX_READ = 60_000  # characters of one file returned to the model
+MAX_PATH = 1024    # characters of one path argument; longer is a mistake (or an attack), never a crash
 
 
 class ToolError(Exception):
@@ -33,6 +34,11 @@ class Sandbox:
         if not isinstance(path, str) or not path.strip():
             raise ToolError("'path' must be a non-empty string, e.g. "
                             f"'{self.target_rel}/kernel.py'")
+        if len(path) > MAX_PATH or any(len(part) > 255 for part in path.split("/")):
+            raise ToolError(f"path too long ({len(path)} characters; at most {MAX_PATH}, 255 per name): "
+                            f"use the repo-relative path, e.g. '{self.target_rel}/kernel.py'")
+        if any(ord(c) < 32 for c in path):
+            raise ToolError("'path' must not contain control characters or NUL")
         p = path.strip().replace("\\", "/")
         if p.startswith("./"):
             p = p[2:]
@@ -48,12 +54,17 @@ class Sandbox:
             p = f"{self.target_rel}/{p}"
         return p
 
-    def _resolve(self, rel: str) -> Path:
+    def _resolve(self, rel: str, allowed: Callable[[str], bool]) -> Path:
+        """The path after following every link, which must itself be allowed (and not under .git)."""
         full = self.root / rel
         real = Path(os.path.realpath(full))
         root = Path(os.path.realpath(self.root))
         if real != root and root not in real.parents:
             raise ToolError(f"{rel}: resolves outside the checkout (a symlink?); not allowed")
+        real_rel = real.relative_to(root).as_posix()
+        if real_rel.split("/")[0] == ".git" or not allowed(real_rel):
+            raise ToolError(f"{rel}: a link to {real_rel}, which you may not "
+                            f"{'change' if allowed == self.is_editable else 'read'}; not allowed")
         return full
 
     def readable(self, rel: str) -> bool:
@@ -68,7 +79,7 @@ class Sandbox:
         if not self.readable(rel):
             raise ToolError(f"{rel}: not readable; you may read files under {self.target_rel}/"
                             + (f" and {', '.join(self.docs)}" if self.docs else ""))
-        full = self._resolve(rel)
+        full = self._resolve(rel, self.readable)
         if not full.is_file():
             raise ToolError(f"{rel}: no such file; list files with list_files")
         text = full.read_text(errors="replace")
@@ -82,7 +93,7 @@ class Sandbox:
             dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", "mlruns")]
             for f in files:
                 rel = os.path.relpath(os.path.join(base, f), self.root).replace(os.sep, "/")
-                if self.readable(rel):
+                if self.readable(rel) and not os.path.islink(os.path.join(base, f)):
                     out.append(rel + ("  (editable)" if self.is_editable(rel) else ""))
         return sorted(out)
 
@@ -93,7 +104,7 @@ class Sandbox:
         if not self.is_editable(rel):
             raise ToolError(f"{rel}: not editable; you may change only "
                             f"{self.target_rel}/{{{','.join(self.editable)}}}")
-        full = self._resolve(rel)
+        full = self._resolve(rel, self.is_editable)
         if full.is_symlink():
             raise ToolError(f"{rel}: is a symlink; not allowed")
         return full
@@ -180,8 +191,10 @@ def dispatch(handlers: dict[str, Callable[[dict[str, Any]], str]], name: str, ar
         out = handlers[name](args)
     except ToolError as e:
         return f"error: {e}", True
-    except (KeyError, TypeError, ValueError) as e:
-        return f"error: bad input for {name}: {type(e).__name__}: {e}", True
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        return f"error: bad input for {name}: {type(e).__name__}: {str(e)[:300]}", True
+    except OSError as e:  # a name too long, a folder where a file was: the model's to fix
+        return f"error: {name} failed: {e.strerror or type(e).__name__}; check the path", True
     return out if isinstance(out, str) else json.dumps(out, indent=1, default=str), False
 
 

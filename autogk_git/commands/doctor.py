@@ -117,6 +117,19 @@ def checks() -> dict[str, Any]:
                     out["problems"].append(f"target {name}: {e}")
             if "missing" in out["project"]["hooks"].values():
                 out["warnings"].append(HOOKS_WARNING)
+            uri = project.tracking_uri()
+            made = not uri.startswith("sqlite:///") or Path(uri[len("sqlite:///"):]).exists()
+            if cfg.tracking.enabled and out["packages"]["mlflow"] and made:  # a store not made yet is fine
+                from autogk_git.tracking import mlflow_store
+                try:
+                    mlflow_store.check(project)
+                    behind = mlflow_store.unlogged(project)
+                    if behind:
+                        out["problems"].append(f"{len(behind)} experiment(s) have a result note but no MLflow run "
+                                               f"(e.g. {behind[0][0]} #{behind[0][1]:04d}): autogk sync")
+                except Exception as e:  # noqa: BLE001 - a locked, damaged or unreachable store: say which, and the fix
+                    err = mlflow_store.describe_error(project, e)
+                    out["problems"].append(f"{err.message}; fix: {err.hint}")
         except Exception as e:  # noqa: BLE001 - a broken project is reported, not a crash
             out["project_error"] = f"{type(e).__name__}: {e}"
             out["problems"].append(f"the project at {project.root} could not be read: {e}")

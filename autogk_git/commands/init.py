@@ -16,7 +16,7 @@ from autogk_git.errors import AutogkError, TargetError
 from autogk_git.git import hooks as hooks_mod
 from autogk_git.git import repo
 from autogk_git.git.run import git, identity_env
-from autogk_git.project import Project, Target, check_definition, read_jsonl
+from autogk_git.project import Project, Target, check_definition, check_workload, read_jsonl, read_text
 from autogk_git.record import refs
 
 DEFAULT_VAR_VALUES = (1, 16, 128)
@@ -89,19 +89,26 @@ def default_workloads(definition: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_workloads(path: Path, name: str, blobs_dir: Path | None = None
+def read_workloads(path: Path, definition: dict[str, Any], blobs_dir: Path | None = None
                    ) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
     """Workload lines (for this definition) and the safetensors blobs they reference.
 
     A blob's path is looked up under blobs_dir (the dataset's root, or the folder holding the
     blobs themselves), then relative to the workloads file and each folder above it."""
     lines, blobs = [], []
+    name = definition["name"]
+    if not path.is_file():
+        raise AutogkError(f"{path} does not exist", "pass the path of a workloads .jsonl file")
     for i, obj in read_jsonl(path):
         if obj.get("definition") not in (None, name):
             continue
         wl = obj.get("workload", obj)
+        check_workload(wl, f"{path}:{i}", definition)
         for inp, spec in wl.get("inputs", {}).items():
             if spec.get("type") == "safetensors":
+                if not isinstance(spec.get("path"), str):
+                    raise TargetError(f"{path}:{i}: input {inp} is a safetensors blob without a 'path'",
+                                      'give it as {"type": "safetensors", "path": "blobs/x.safetensors", "tensor_key": ...}')
                 rel = Path(spec["path"])
                 tries = ([blobs_dir / rel, blobs_dir / rel.name] if blobs_dir else []) + \
                     [p / rel for p in (path.parent, *path.parents)]
@@ -211,7 +218,6 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     if bool(definition_file) == bool(example):
         raise AutogkError("give exactly one of --definition FILE or --example NAME",
                           f"bundled examples: {', '.join(examples())}")
-    path.mkdir(parents=True, exist_ok=True)
     src_dir = None
     if example:
         if example not in examples():
@@ -220,10 +226,10 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         definition_file = src_dir / "definition.json"
         workloads_file = workloads_file or src_dir / "workloads.jsonl"
     try:
-        definition = json.loads(definition_file.read_text())
+        definition = json.loads(read_text(definition_file, "the definition"))
     except FileNotFoundError:
         raise AutogkError(f"{definition_file} does not exist", "pass the path of a definition JSON file") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, RecursionError) as e:
         raise AutogkError(f"{definition_file} is not valid JSON: {e}", "pass a FlashInfer-Bench definition") from None
     check_definition(definition, str(definition_file))
     if is_sampling(definition):
@@ -240,6 +246,9 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     tname = name or definition["name"]
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tname):
         raise AutogkError(f"target name '{tname}' has characters git refs cannot carry", "pass --name NAME")
+    # Every input is checked before anything is written: a bad file leaves no folder, repository or commit.
+    read = read_workloads(workloads_file, definition, blobs_dir) if workloads_file else None
+    path.mkdir(parents=True, exist_ok=True)
 
     top = repo.toplevel(path)
     if top is None:
@@ -250,8 +259,8 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     targets = config_mod.load(top).project.targets if has_config else config_mod.SCHEMA["project"]["targets"].default
     target = Target(tname, top / targets / tname, targets_dir=targets)
     tdir = target.dir
-    if workloads_file:
-        wl_lines, blobs = read_workloads(workloads_file, definition["name"], blobs_dir)
+    if read is not None:
+        wl_lines, blobs = read
     else:
         wl_lines = [{"definition": definition["name"], "solution": None, "workload": w, "evaluation": None}
                     for w in default_workloads(definition)]
@@ -294,8 +303,11 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         gi.write_text(existing + ("" if existing.endswith("\n") or not existing else "\n") + "# autogk's MLflow store\nmlruns/\n")
         written.append(".gitignore")
     project = Project(top)
-    for line in hooks_mod.install(top, refs.NOTES_GLOB):
-        say(line)
+    try:
+        for line in hooks_mod.install(top, refs.NOTES_GLOB):
+            say(line)
+    except AutogkError as e:  # a tracked hooks folder: the target is still worth adding
+        say(f"hooks not installed: {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
     from autogk_git.record import sharing as remote_mod
     for line in remote_mod.setup(top):  # notes and archive refs travel with fetch/push
         say(line)

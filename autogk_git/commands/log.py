@@ -11,7 +11,7 @@ from autogk_git.project import find_root
 
 @click.command("log", help="One line per experiment: number, verdict, hypothesis, figures.")
 @click.option("--target", "-t", help="only this target")
-@click.option("--verdict", type=click.Choice(["keep", "revert", "untimed", "pending"]), help="only this verdict")
+@click.option("--verdict", type=click.Choice(["keep", "revert", "untimed", "invalid", "pending"]), help="only this verdict")
 @click.option("--state", type=click.Choice(["kept", "archived", "held", "open"]), help="only experiments in this state")
 @click.option("--since", help="only experiments since a date (2026-11-30), an ISO time, or a span (12h, 3d, 2w)")
 @click.option("--limit", "-n", type=int, default=0, help="only the last N (after filtering)")
@@ -27,12 +27,14 @@ def log(target, verdict, state, since, limit, as_json) -> int:
         click.echo("[\n" + ",\n".join(json.dumps(r.as_dict()) for r in items) + "\n]" if items else "[]")
         return 0
     if not items:
+        from autogk_git.record.sharing import empty_history_hint
         click.echo("no experiments match" if (target or verdict or state or since) else
-                   "no experiments yet: run `autogk iterate`")
+                   empty_history_hint(root))
         return 0
     lines = []
     for r in items:
-        mark = {"keep": "KEEP  ", "revert": "REVERT", "untimed": "HELD  ", "pending": "...   "}.get(r.decision, r.decision[:6])
+        mark = {"keep": "KEEP  ", "revert": "REVERT", "untimed": "HELD  ", "pending": "...   ",
+                "invalid": "VOID  "}.get(r.decision, r.decision[:6])
         figs = f"  [{r.figures}]" if r.figures else ""
         lines.append(f"{r.target} #{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}")
     click.echo("\n".join(lines))

@@ -1,4 +1,8 @@
-"""`autogk ui`: the MLflow UI on the project's store, bound to 127.0.0.1, one worker, no job runner."""
+"""`autogk ui`: the MLflow UI on the project's store, bound to 127.0.0.1 (unless --host), one worker, no job runner.
+
+MLflow's own variables can move the bind address behind the command's back (`MLFLOW_GUNICORN_OPTS="--bind
+0.0.0.0:5000"` makes gunicorn listen on every interface); they are not passed on, and the addresses
+the server really listens on are read back from the kernel and printed."""
 from __future__ import annotations
 
 import json
@@ -15,17 +19,45 @@ from autogk_git.errors import AutogkError
 from autogk_git.project import Project
 
 HOST = "127.0.0.1"
+# Variables through which MLflow (or the server under it) takes a bind address of its own.
+BIND_VARS = ("MLFLOW_GUNICORN_OPTS", "MLFLOW_UVICORN_OPTS", "MLFLOW_WAITRESS_OPTS", "MLFLOW_HOST", "MLFLOW_PORT",
+             "GUNICORN_CMD_ARGS", "UVICORN_HOST", "UVICORN_PORT")
 
 
-def free_port(preferred: int) -> int:
+def free_port(preferred: int, host: str = HOST) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for port in (preferred, 0):
-        with socket.socket() as s:
+        with socket.socket(family) as s:
             try:
-                s.bind((HOST, port))
+                s.bind((host, port))
             except OSError:
                 continue
             return s.getsockname()[1]
-    raise AutogkError("no free TCP port on 127.0.0.1", "pass --port N with a free port")
+    raise AutogkError(f"no free TCP port on {host}", "pass --port N with a free port")
+
+
+def listening(port: int) -> list[str]:
+    """host:port of each listening TCP socket on port (Linux: /proc/net/tcp*); [] where unknown."""
+    found = []
+    for name, v6 in (("tcp", False), ("tcp6", True)):
+        try:
+            lines = open(f"/proc/net/{name}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            local, state = f[1], f[3]
+            addr, p = local.split(":")
+            if state != "0A" or int(p, 16) != port:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(addr)
+            if v6:
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                host = socket.inet_ntop(socket.AF_INET6, raw)
+                found.append(f"[{host}]:{port}")
+            else:
+                found.append(f"{socket.inet_ntop(socket.AF_INET, raw[::-1])}:{port}")
+    return sorted(set(found))
 
 
 def wait_up(base: str, proc: subprocess.Popen, timeout_s: float) -> None:
@@ -73,10 +105,12 @@ def experiment_url(base: str, target: str | None) -> str:
 
 @click.command("ui", help="Open the MLflow UI on the project's runs (127.0.0.1; prints the URL).")
 @click.option("--port", type=int, default=5000, show_default=True, help="port; another free one if taken")
+@click.option("--host", default=HOST, show_default=True,
+              help="address to listen on; 0.0.0.0 lets anyone who reaches this machine read and change the runs")
 @click.option("--target", "-t", help="open this target's runs (default: the first target)")
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
               help="seconds to wait for the server to come up")
-def ui(port, target, timeout_s) -> int:
+def ui(port, host, target, timeout_s) -> int:
     from autogk_git.tracking import mlflow_store  # no mlflow import: the server is a child process
 
     def stop(signum, frame):  # a SIGTERM (a service manager, a test) stops the server like Ctrl-C
@@ -84,19 +118,29 @@ def ui(port, target, timeout_s) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     project = Project.find()
-    port = free_port(port)
-    cmd, env = mlflow_store.server_command(project, HOST, port)
-    base = f"http://{HOST}:{port}"
+    port = free_port(port, host)
+    cmd, env = mlflow_store.server_command(project, host, port)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}"
+    dropped = [v for v in BIND_VARS if os.environ.get(v)]
+    if dropped:
+        click.echo(f"ignoring {', '.join(dropped)}: autogk chooses the address itself (--host)", err=True)
+    child_env = {k: v for k, v in os.environ.items() if k not in BIND_VARS}
     click.echo(f"starting the MLflow UI on {project.tracking_uri()} ...", err=True)
     log = project.state_dir / "logs" / "mlflow-ui.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=f, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, env={**child_env, **env}, stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_up(base, proc, timeout_s)
         click.echo(experiment_url(base, target), nl=True)
-        click.echo(f"MLflow UI up (pid {proc.pid}, log {log}); Ctrl-C stops it", err=True)
+        where = listening(port) or [f"{host}:{port}"]
+        click.echo(f"MLflow UI up (pid {proc.pid}, log {log}), listening on {', '.join(where)}; Ctrl-C stops it",
+                   err=True)
+        if any(not (w.startswith("127.") or w.startswith("[::1]")) for w in where):
+            click.echo("warning: the UI is reachable from other machines; anyone who reaches it can read and "
+                       "change the runs (run `autogk ui` without --host to keep it local)", err=True)
         return proc.wait()
     except KeyboardInterrupt:
         return 0

@@ -7,9 +7,11 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from autogk_git.git.run import git
+from autogk_git.errors import AutogkError
+from autogk_git.git.run import git, git_ok
 
 HOOKS = ("post-commit", "pre-commit")
+REWRITE = ("notes.rewriteRef", "notes.rewrite.amend", "notes.rewrite.rebase")  # what install sets
 MARKER = "autogk-hook v1"
 CHAINED = ".autogk-chained"
 
@@ -37,6 +39,7 @@ def install(root: Path, notes_glob: str) -> list[str]:
     Returns what was done, one line per hook.
     """
     d = hooks_dir(root)
+    refuse_tracked(root, d)
     d.mkdir(parents=True, exist_ok=True)
     done = []
     for name in HOOKS:
@@ -45,7 +48,9 @@ def install(root: Path, notes_glob: str) -> list[str]:
         if path.exists() and not is_ours(path):
             chained = d / (name + CHAINED)
             if chained.exists():
-                raise FileExistsError(f"{chained} already exists; move it away and run `autogk hooks install` again")
+                raise AutogkError(f"{path} is not autogk's, and {chained} (where it would be kept) already exists",
+                                  f"move one of them away (mv {chained} {chained}.old), then run "
+                                  "`autogk hooks install` again")
             path.rename(chained)
             note = f"installed; your existing {name} hook now runs first, from {chained.name}"
         elif path.exists():
@@ -58,6 +63,23 @@ def install(root: Path, notes_glob: str) -> list[str]:
     git("config", "notes.rewrite.amend", "true", cwd=root)
     git("config", "notes.rewrite.rebase", "true", cwd=root)
     return done
+
+
+def refuse_tracked(root: Path, d: Path) -> None:
+    """A hooks folder inside the working tree (husky and the like) is committed: no machine path goes there."""
+    real = d.resolve()
+    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=root).strip()).resolve()
+    top = Path(git("rev-parse", "--show-toplevel", cwd=root).strip()).resolve()
+    if real == common or common in real.parents or top not in real.parents:
+        return  # in the git directory or outside the checkout: never committed
+    if git_ok("check-ignore", "-q", str(real / HOOKS[0]), cwd=root):  # a file inside: `dir/` patterns match
+        return
+    raise AutogkError(
+        f"core.hooksPath points at {d}, a folder inside the repository (as husky and other hook managers set "
+        f"it): autogk's hooks would write this machine's Python ({sys.executable}) into files you commit",
+        "call autogk from your hook manager instead, on experiment branches: `python -m autogk_git.hook "
+        "pre-commit` in its pre-commit and `python -m autogk_git.hook post-commit` in its post-commit hook "
+        "(or `git config --unset core.hooksPath`, then `autogk hooks install`)")
 
 
 def uninstall(root: Path) -> list[str]:
@@ -74,6 +96,10 @@ def uninstall(root: Path) -> list[str]:
                 done.append(f"{path}: removed")
         elif path.exists():
             done.append(f"{path}: not autogk's, left alone")
+    for key in REWRITE:  # what install set, so that uninstall leaves the config as it found it
+        if git("config", "--get-all", key, cwd=root, check=False).strip():
+            git("config", "--unset-all", key, cwd=root, check=False)
+            done.append(f"git config {key}: removed")
     return done
 
 

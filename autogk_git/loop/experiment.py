@@ -72,8 +72,10 @@ def propose(project: Project, agent, ctx, wip: refs.ExperimentRef, say: Say):
 
 def commit_change(project: Project, wt: Path, target: Target, number: int, branch: str,
                   hypothesis: str, rationale: str, agent: str, parent: str,
-                  extra_trailers: dict[str, str] | None = None) -> tuple[str, str]:
-    """Commit the agent's change (editable files only) and name the branch; returns (sha, branch)."""
+                  extra_trailers: dict[str, str] | None = None, invalid: str = "") -> tuple[str, str]:
+    """Commit the agent's change (editable files only) and name the branch; returns (sha, branch).
+
+    invalid (the agent reached outside its files) is kept as a trailer: such a commit is recorded, not measured."""
     git("add", "-A", "--", target.rel, cwd=wt)
     staged = [p for p in git("diff", "--cached", "--name-only", cwd=wt).splitlines() if p]
     outside = [p for p in git("status", "--porcelain", cwd=wt).splitlines() if p and p[3:] not in staged]
@@ -84,16 +86,16 @@ def commit_change(project: Project, wt: Path, target: Target, number: int, branc
         paths = ", ".join(bad + [o[3:] for o in outside])
         raise AutogkError(f"the agent changed files it may not edit: {paths}",
                           f"agents may edit only {target.rel}/{{{','.join(target.editable)}}} ([agent] editable)")
-    if not staged:
+    if not staged and not invalid:
         raise AutogkError("the agent made no change", "nothing to benchmark")
     trailers = (f"Autogk-Experiment: {number}\nAutogk-Target: {target.name}\nAutogk-Agent: {agent}\n"
                 f"Autogk-Parent: {parent}")
-    for k, v in (extra_trailers or {}).items():
+    for k, v in {**(extra_trailers or {}), **({"Autogk-Invalid": invalid} if invalid else {})}.items():
         trailers += f"\n{k}: {v}"
     body = rationale.strip().splitlines()
     summary = "\n".join(body[:40]) if body else ""
     env = {LOOP_ENV: "1", **identity_env(project.root)}
-    args = ["commit", "-q", "--no-verify", "-m", hypothesis[:200]]
+    args = ["commit", "-q", "--no-verify", "--allow-empty", "-m", hypothesis[:200]]
     if summary:
         args += ["-m", summary]
     args += ["-m", trailers]
@@ -139,8 +141,13 @@ def measure(project: Project, target_name: str, number: int, sha: str, branch: s
     backend = get_backend(backend_name or project.config.bench.backend, project.config)
     t0 = time.time()
     seed = int(sha[:8], 16)
-    bench = benchmark(project.root, target, backend, sha, parent, project.config, seed, progress=say)
-    verdict = rule_for(bench).decide(bench, project.config)
+    invalid = meta["trailers"].get("Autogk-Invalid")
+    if invalid:  # the agent reached outside its files: nothing it made is measured or kept
+        bench = {"backend": backend.name, "timing": None, "stages": {}, "correct": False}
+        verdict = {"decision": "invalid", "rule": "confinement", "outcome": "invalid", "reason": invalid, "figures": ""}
+    else:
+        bench = benchmark(project.root, target, backend, sha, parent, project.config, seed, progress=say)
+        verdict = rule_for(bench).decide(bench, project.config)
     kernel_src = repo.show_file(project.root, sha, f"{target.rel}/kernel.py") or ""
     parent_src = (repo.show_file(project.root, parent, f"{target.rel}/kernel.py") or "") if parent else ""
     result = {

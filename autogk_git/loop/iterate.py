@@ -138,7 +138,7 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None) -> 
         return None
     tree = staged_tree(wt, target.rel)
     seen = tried_trees(project, target.rel, history).get(tree or "")
-    if seen is not None:
+    if seen is not None and not proposal.invalid:
         ex.close_branch(project, wip, say)
         say(f"#{number:04d}: '{proposal.hypothesis}' repeats the kernel of #{seen:04d}; discarded unbenchmarked")
         return {"number": number, "commit": None, "hypothesis": proposal.hypothesis, "decision": "repeat",
@@ -146,7 +146,8 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None) -> 
     extra = {"Autogk-Plan": plan.commit} if plan else None
     try:
         sha, branch = ex.commit_change(project, wt, ctx.target, number, branch, proposal.hypothesis,
-                                       proposal.rationale, agent.name, base, extra_trailers=extra)
+                                       proposal.rationale, agent.name, base, extra_trailers=extra,
+                                       invalid=proposal.invalid)
     except AutogkError:
         ex.close_branch(project, wip, say)
         raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -158,6 +159,9 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
         message = git("log", "-1", "--format=%B", sha, cwd=project.root)
         lines = [f"Autogk-Parent: {tip}" if ln.startswith("Autogk-Parent:") else ln
                  for ln in message.rstrip().splitlines()]
+        body = message.rstrip().split("\n\n")
+        if len(body) == 1 or not all(re.fullmatch(r"[\w-]+: .*", ln) for ln in body[-1].splitlines()):
+            lines.append("")  # no trailer paragraph yet (a one-line hand commit): one of their own
         if not any(ln.startswith("Autogk-Parent:") for ln in lines):
             lines.append(f"Autogk-Parent: {tip}")
         lines.append(f"Autogk-Rebased-From: {sha}")  # same trailer block: the last paragraph
@@ -232,7 +236,7 @@ def open_experiment(project: Project, target: Target, agent, in_flight: list[dic
         return None
     try:
         sha, branch = ex.commit_change(project, wt, ctx.target, number, branch, proposal.hypothesis,
-                                       proposal.rationale, agent.name, base)
+                                       proposal.rationale, agent.name, base, invalid=proposal.invalid)
     except AutogkError:
         ex.close_branch(project, wip, say)
         raise

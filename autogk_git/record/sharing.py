@@ -1,26 +1,27 @@
-"""Sharing the history through a remote: notes and autogk's refs travel with `git fetch` / `git push`.
+"""Sharing the history through a remote: notes and autogk's refs travel with `git fetch`, and are pushed
+on request.
 
-A plain clone brings branches only. autogk adds, per remote:
+A plain clone brings branches only. autogk adds two fetch refspecs per remote:
 
     fetch  +refs/notes/autogk/*:refs/notes/remotes/<remote>/autogk/*   remote-tracking copies of the notes
     fetch   refs/autogk/*:refs/autogk/*                                kept and archived experiments
-    push    HEAD                                                       what a plain `git push` pushed
-    push    refs/notes/autogk/*:refs/notes/autogk/*
-    push    refs/autogk/*:refs/autogk/*
 
 Notes are fetched beside the local ones, like remote-tracking branches, and merged in by `merge_notes`
 (the local note wins where both sides annotated the same commit differently): fetching never
 overwrites a note written here. The experiment refs are fetched without `+`, so a clash of two clones'
-experiment numbers is reported by git rather than silently overwritten. Setting `remote.<name>.push`
-replaces git's default push behaviour, so `HEAD` is listed first to keep `git push` pushing the
-current branch.
+experiment numbers is reported by git rather than silently overwritten.
+
+Pushing is left to the person: any `remote.<name>.push` setting replaces git's own choice of what a
+plain `git push` sends, so autogk sets none (and removes the ones older versions set). The notes and
+experiment refs go up with `autogk sync --push` (fetch, merge, then push, so the push is a fast-forward)
+or by hand with the one-liner `push_command` spells (the README's "Share a run").
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from autogk_git.git import repo
-from autogk_git.git.run import git, git_ok, identity_env
+from autogk_git.git.run import git, git_ok, git_proc, identity_env
 
 from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, remote_notes_prefix, NOTES_PREFIX
 
@@ -39,7 +40,7 @@ def fetch_refspecs(remote: str) -> list[str]:
 
 
 def setup(root: Path, remote: str | None = None) -> list[str]:
-    """Add autogk's refspecs to one remote (or every remote); idempotent. Returns what was done."""
+    """Add autogk's fetch refspecs to one remote (or every remote); idempotent. Returns what was done."""
     names = [remote] if remote else remotes(root)
     done = []
     for name in names:
@@ -49,17 +50,56 @@ def setup(root: Path, remote: str | None = None) -> list[str]:
             if spec not in have:
                 git("config", "--add", f"remote.{name}.fetch", spec, cwd=root)
                 added.append(f"fetch {spec}")
-        have = _values(root, f"remote.{name}.push")
-        for spec in PUSH:
-            if spec == "HEAD" and have:
-                continue  # the user already chose what `git push` pushes; keep their choice
-            if spec not in have:
-                git("config", "--add", f"remote.{name}.push", spec, cwd=root)
-                added.append(f"push {spec}")
         if added:
-            done.append(f"remote {name}: git fetch/push now carry autogk's notes and experiment refs "
+            done.append(f"remote {name}: git fetch now carries autogk's notes and experiment refs "
                         f"({'; '.join(added)})")
+        pushes = _values(root, f"remote.{name}.push")
+        if all(spec in pushes for spec in PUSH[1:]):
+            # Set by an earlier autogk: it changed what a plain `git push` sends. Put git's default back.
+            mine = [spec for spec in pushes if spec in PUSH]
+            for spec in mine:
+                git("config", "--fixed-value", "--unset-all", f"remote.{name}.push", spec, cwd=root, check=False)
+            done.append(f"remote {name}: removed the push settings an earlier autogk added "
+                        f"({', '.join(mine)}); a plain `git push` is git's own again. Share notes with: "
+                        f"autogk sync --push --remote {name}")
     return done
+
+
+def push_command(remote: str) -> str:
+    """The one-liner that sends autogk's notes and experiment refs (README: share a run)."""
+    return f"git push {remote} " + " ".join(f"'{spec.split(':')[0]}'" for spec in PUSH[1:])
+
+
+def push(root: Path, remote: str) -> str:
+    """Push the notes and experiment refs (fetch and merge first, so the notes push fast-forwards)."""
+    specs = list(PUSH[1:])
+    git("push", "--quiet", remote, *specs, cwd=root)
+    return f"pushed autogk's notes and experiment refs to {remote}"
+
+
+def missing_commits(root: Path, commits: list[str]) -> set[str]:
+    """The annotated commits this repository does not have (amended, rebased or replayed away, then
+    collected; or never pushed): git copies notes onto the new commits but keeps the old ones' notes."""
+    if not commits:
+        return set()
+    out = git("cat-file", "--batch-check=%(objectname) %(objecttype)", cwd=root, input="\n".join(commits) + "\n")
+    return {c for c, line in zip(commits, out.splitlines()) if not line.endswith(" commit")}
+
+
+def empty_history_hint(root: Path) -> str:
+    """What to run when no experiment is here: iterate, or (in a clone) fetch the shared ones."""
+    names = remotes(root)
+    if not names or repo.rev(root, NOTES_PREFIX + "results"):
+        return "no experiments yet: run `autogk iterate`"
+    return (f"no experiments here yet. A clone has branches only: `autogk sync` fetches the experiments from "
+            f"{', '.join(names)}; if they are not there either, push them from the clone that ran them "
+            f"(autogk sync --push --remote {names[0]}). Or start here: autogk iterate")
+
+
+def remote_has_notes(root: Path, remote: str) -> bool:
+    """True when the remote holds autogk notes (False, too, when it cannot be asked)."""
+    out = git_proc("ls-remote", remote, NOTES_PREFIX + "*", cwd=root)
+    return out.returncode == 0 and bool(out.stdout.strip())
 
 
 def is_setup(root: Path, remote: str) -> bool:

@@ -158,7 +158,90 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
             (d / "plan.md").write_text(plan)
         client.log_artifacts(run_id, str(d))
     client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED")
+    supersede(client, exp_id, project.root, result)
     return run_id
+
+
+TAG_SUPERSEDED = "autogk.superseded_by"
+
+
+def live(root: Path, commit: str) -> bool:
+    """True when some ref (a branch, a kept or archive ref) still reaches the commit."""
+    from autogk_git.git.run import git_proc
+    out = git_proc("for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)", cwd=root)
+    return out.returncode == 0 and bool(out.stdout.strip())
+
+
+def supersede(client, exp_id: str, root: Path, result: dict[str, Any]) -> list[str]:
+    """Other runs of the same experiment number whose commit nothing reaches any more (amended, rebased,
+    replayed away) are tagged with the commit that replaced them and deleted (MLflow keeps deleted runs
+    restorable), so the runs table has one row per experiment. A run whose commit is still reachable is
+    another clone's experiment of the same number, and stays."""
+    number = f"{result['experiment']:04d}"
+    runs = client.search_runs([exp_id], filter_string=f"tags.`autogk.number` = '{number}'", max_results=200)
+    gone = []
+    for r in runs:
+        commit = r.data.tags.get(TAG_COMMIT, "")
+        if not commit or commit == result["commit"] or live(root, commit):
+            continue
+        client.set_tag(r.info.run_id, TAG_SUPERSEDED, result["commit"])
+        client.delete_run(r.info.run_id)
+        gone.append(commit)
+    return gone
+
+
+def describe_error(project, e: BaseException):
+    """A failure of the MLflow store as an AutogkError that names the store and the fix."""
+    from autogk_git.errors import AutogkError
+    uri = project.tracking_uri()
+    text = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+    low = str(e).lower()
+    if isinstance(e, ModuleNotFoundError):
+        return AutogkError("MLflow is not installed, so nothing can be logged",
+                           "pip install mlflow, or turn tracking off: [tracking] enabled = false")
+    if "locked" in low:
+        hint = ("another process is writing to it (a loop, `autogk ui`, a second sync): wait for it and run "
+                "`autogk sync` again")
+    elif "not a database" in low or "malformed" in low or "corrupt" in low or "no such table" in low \
+            or "can't locate revision" in low:
+        store = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri
+        hint = (f"the store is damaged; the notes are the source of truth, so rebuild it: "
+                f"mv {store} {store}.bad && autogk sync --full")
+    else:
+        hint = ("check [tracking] uri in .autogk.toml (or AUTOGK_TRACKING_URI); leave it empty for the "
+                "project's own SQLite store, or set [tracking] enabled = false")
+    return AutogkError(f"the MLflow store {uri} could not be used ({text}); the result notes are intact", hint)
+
+
+def unlogged(project) -> list[tuple[str, int]]:
+    """(target, number) of experiments with a result note on a commit here but no active run: a loop
+    killed between the note and the run, or an MLflow outage. `autogk sync` logs them."""
+    from autogk_git.record.notes import parse_result
+    from autogk_git.record.sharing import missing_commits
+    texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
+    gone = missing_commits(project.root, sorted(texts))
+    noted: dict[str, set[int]] = {}
+    for c, t in texts.items():
+        r = parse_result(t, c) if c not in gone else None
+        if r and "target" in r and isinstance(r.get("experiment"), int):
+            noted.setdefault(r["target"], set()).add(r["experiment"])
+    client = _client(project)
+    out = []
+    for target, numbers in sorted(noted.items()):
+        exp = client.get_experiment_by_name(experiment_name(target))
+        logged: set[int] = set()
+        if exp is not None:
+            for r in client.search_runs([exp.experiment_id], max_results=5000):
+                n = r.data.tags.get("autogk.number", "")
+                if n.isdigit():
+                    logged.add(int(n))
+        out += [(target, n) for n in sorted(numbers - logged)]
+    return out
+
+
+def check(project) -> None:
+    """Open the store and read from it: raises whatever a locked, damaged or unreachable store raises."""
+    _client(project).search_experiments(max_results=1)
 
 
 def synced_commits(project, target: str) -> set[str]:

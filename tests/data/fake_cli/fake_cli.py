@@ -7,6 +7,7 @@ Its behaviour comes from FAKE_CLI_ACTIONS (JSON): a list of [action, path, *args
     ["say", text]                 print a line
     ["exit", code]                exit with that code
     ["sleep", seconds]            wait (to be interrupted)
+    ["sh", command]               run a shell command (an agent reaching outside its files)
 It also copies the prompt it received to FAKE_CLI_PROMPT_COPY when that is set.
 """
 import json
@@ -33,6 +34,9 @@ for action, *args in json.loads(os.environ.get("FAKE_CLI_ACTIONS", "[]")):
         print("sleeping", flush=True)
         Path(os.environ["AUTOGK_HYPOTHESIS_FILE"]).with_name("sleeping").write_text("1")
         time.sleep(float(args[0]))
+    elif action == "sh":
+        import subprocess
+        subprocess.run(args[0], shell=True, check=False)
     elif action == "exit":
         print("failing as asked", file=sys.stderr)
         sys.exit(int(args[0]))

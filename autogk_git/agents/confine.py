@@ -1,0 +1,400 @@
+"""What a command agent could reach, compared before and after it runs, and put back.
+
+A coding CLI runs as the user: it can write anywhere the user can. autogk cannot stop that, so it
+bounds the damage and makes it visible:
+
+- git commands the CLI runs go to a throwaway clone (`GIT_DIR` and `GIT_WORK_TREE` are set for it),
+  so `git commit`, `git branch`, `git config` and hooks land there and are thrown away;
+- before the run autogk records everything else it can cheaply compare: every ref of the real
+  repository, its HEAD, its index, the main checkout's changed files, `.autogk.toml`, the git
+  directory's `config`, `hooks/` (or `core.hooksPath`) and `info/`, and the `[agent] watch` paths;
+- after the run each difference is undone where it can be (a copy of what the agent wrote is kept
+  under `.git/autogk/confined/<NNNN>/`) and listed. Any difference outside the worktree makes the
+  experiment invalid: it is recorded, never benchmarked, never kept.
+
+Changes inside the worktree are judged by the caller (agents/command.py): the editable files are the
+experiment, anything else there is discarded.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autogk_git.git.run import git
+
+MAX_SAVED = 8 << 20      # bytes of one file kept to put it back; a bigger one is compared by hash only
+MAX_WALK = 20000         # files compared under one watched folder; past that the folder is skipped
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One path's state: kind ('file', 'link', 'dir'), permission bits, a digest, and its bytes."""
+
+    kind: str
+    mode: int
+    digest: str
+    data: bytes | None = None  # the file's bytes or the link's target; None when too big to keep
+
+    def same(self, other: "Entry | None") -> bool:
+        return other is not None and (self.kind, self.mode, self.digest) == (other.kind, other.mode, other.digest)
+
+
+def entry(path: Path) -> Entry | None:
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(path).encode(errors="surrogateescape")
+        return Entry("link", 0, hashlib.sha256(target).hexdigest(), target)
+    if stat.S_ISDIR(st.st_mode):
+        return Entry("dir", stat.S_IMODE(st.st_mode), "")
+    if not stat.S_ISREG(st.st_mode):
+        return Entry("other", stat.S_IMODE(st.st_mode), str(st.st_ino))
+    try:
+        data = path.read_bytes() if st.st_size <= MAX_SAVED else None
+    except OSError:
+        return Entry("file", stat.S_IMODE(st.st_mode), f"unreadable:{st.st_size}:{st.st_mtime_ns}")
+    digest = hashlib.sha256(data).hexdigest() if data is not None else f"big:{st.st_size}:{st.st_mtime_ns}"
+    return Entry("file", stat.S_IMODE(st.st_mode), digest, data)
+
+
+def walk(root: Path, skip: tuple[Path, ...] = ()) -> dict[Path, Entry]:
+    """Every path under root (root included), not following links; folders in skip are left out."""
+    out: dict[Path, Entry] = {}
+    e = entry(root)
+    if e is None:
+        return out
+    out[root] = e
+    if e.kind != "dir":
+        return out
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if here / d not in skip]
+        for name in dirnames + filenames:
+            p = here / name
+            pe = entry(p)
+            if pe is not None:
+                out[p] = pe
+            if len(out) > MAX_WALK:
+                return {root: Entry("dir", e.mode, f"too-many-files:{len(out)}")}
+    return out
+
+
+def _put_back(path: Path, e: Entry) -> bool:
+    """Make path what e recorded; False when e's bytes were not kept."""
+    if e.kind == "dir":
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, e.mode)
+        return True
+    if e.data is None:
+        return False
+    _remove(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if e.kind == "link":
+        os.symlink(e.data.decode(errors="surrogateescape"), path)
+    else:
+        path.write_bytes(e.data)
+        os.chmod(path, e.mode)
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
+
+
+def _keep_copy(path: Path, backup: Path, label: str) -> str:
+    """Copy what the agent left at path under backup; returns where (or '' when nothing to copy)."""
+    if not os.path.lexists(path) or path.is_dir() and not path.is_symlink():
+        return ""
+    dest = backup / label.lstrip("/")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.is_symlink():
+            dest.with_name(dest.name + ".symlink").write_text(os.readlink(path))
+            return str(dest) + ".symlink"
+        shutil.copy2(path, dest)
+        return str(dest)
+    except OSError:
+        return ""
+
+
+def restore_files(before: dict[Path, Entry], after: dict[Path, Entry], backup: Path,
+                  label: dict[Path, str] | None = None) -> list[str]:
+    """Undo every difference between two walks; one line per path."""
+    def name(p: Path) -> str:  # under a labelled root: its short name, e.g. .git/hooks/pre-push
+        for root, short in (label or {}).items():
+            if p == root or root in p.parents:
+                return short + str(p)[len(str(root)):]
+        return str(p)
+
+    changed = sorted({p for p in before.keys() | after.keys()
+                      if not (before.get(p) and before[p].same(after.get(p)))}, key=lambda p: len(p.parts))
+    why: dict[Path, str] = {}
+    # Deepest first, take away what the agent left (a copy is kept), then shallowest first put back.
+    for p in reversed(changed):
+        b, a = before.get(p), after.get(p)
+        if a is None or (b is not None and b.kind == a.kind == "dir"):
+            continue
+        copy = _keep_copy(p, backup, name(p))
+        why[p] = f" (the agent's version: {copy})" if copy else ""
+        _remove(p)
+    lines: list[str] = []
+    for p in changed:
+        b, a = before.get(p), after.get(p)
+        kept = why.get(p, "")
+        if b is None:
+            lines.append(f"{name(p)}: created; removed{kept}")
+        elif b.kind == "dir":
+            p.mkdir(parents=True, exist_ok=True)
+            os.chmod(p, b.mode)
+            if a is None or a.kind != "dir":
+                lines.append(f"{name(p)}: folder {'deleted' if a is None else 'replaced'}; put back{kept}")
+            elif a.mode != b.mode:
+                lines.append(f"{name(p)}: permissions changed; put back")
+        elif _put_back(p, b):
+            lines.append(f"{name(p)}: {'deleted' if a is None else 'changed'}; put back{kept}")
+        else:
+            lines.append(f"{name(p)}: changed; NOT put back (over {MAX_SAVED >> 20} MiB){kept}")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------
+# The repository
+# ------------------------------------------------------------------------------------------------
+
+def all_refs(cwd: Path) -> dict[str, str]:
+    out = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=cwd)
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)  # type: ignore[misc]
+
+
+def head_of(cwd: Path) -> str:
+    sym = git("symbolic-ref", "-q", "HEAD", cwd=cwd, check=False).strip()
+    return sym or git("rev-parse", "HEAD", cwd=cwd, check=False).strip()
+
+
+def status(cwd: Path) -> dict[str, str]:
+    """{path: XY} of the checkout's changed and untracked files (ignored ones are not compared)."""
+    out = git("status", "--porcelain", "--untracked-files=all", "--no-renames", "-z", cwd=cwd)
+    return {e[3:]: e[:2] for e in out.split("\0") if len(e) > 3}
+
+
+@dataclass
+class Snapshot:
+    common: Path                      # the repository's git directory
+    main: Path | None                 # the main checkout, when it is not the agent's worktree
+    worktree: Path
+    refs: dict[str, str]
+    main_head: str
+    main_head_commit: str
+    worktree_head: str
+    index: str
+    main_files: dict[Path, Entry]     # the main checkout's changed files, with their bytes
+    files: dict[Path, Entry]          # git dir config, hooks, info; .autogk.toml; watched paths
+    roots: list[Path] = field(default_factory=list)
+    labels: dict[Path, str] = field(default_factory=dict)
+
+
+def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) -> tuple[list[Path], dict[Path, str]]:
+    hooks = git("rev-parse", "--git-path", "hooks", cwd=worktree).strip()
+    hooks_dir = (worktree / hooks).resolve()
+    roots = [common / "config", common / "config.worktree", common / "hooks", common / "info", hooks_dir]
+    top = main or worktree
+    roots.append(top / ".autogk.toml")
+    if (worktree / ".git").is_file():  # a linked worktree's pointer to its git directory
+        roots.append(worktree / ".git")
+    for w in watch:
+        roots.append(Path(os.path.expanduser(w)).resolve())
+    labels = {common / "config": ".git/config", common / "config.worktree": ".git/config.worktree",
+              common / "hooks": ".git/hooks", common / "info": ".git/info", top / ".autogk.toml": ".autogk.toml",
+              worktree / ".git": "the worktree's .git file"}
+    if hooks_dir != common / "hooks":
+        labels[hooks_dir] = f"hooks ({hooks_dir})"
+    seen: list[Path] = []
+    for r in roots:  # a watched path inside another one is compared once
+        if not any(r == s or s in r.parents for s in seen):
+            seen = [s for s in seen if r not in s.parents] + [r]
+    return seen, labels
+
+
+def take(worktree: Path, watch: list[str]) -> Snapshot:
+    """Record what the agent could change outside its worktree."""
+    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=worktree).strip())
+    main = common.parent if common.name == ".git" else None
+    if main is not None and main.resolve() == worktree.resolve():
+        main = None  # the agent works in the main checkout itself (tests, a person's own run)
+    roots, labels = _roots(main, common, worktree, watch)
+    files: dict[Path, Entry] = {}
+    for r in roots:
+        files.update(walk(r))
+    main_files: dict[Path, Entry] = {}
+    if main is not None:
+        for p in status(main):
+            e = entry(main / p)
+            if e is not None:
+                main_files[main / p] = e
+    return Snapshot(common=common, main=main, worktree=worktree, refs=all_refs(worktree),
+                    main_head=head_of(main) if main else "",
+                    main_head_commit=git("rev-parse", "HEAD", cwd=main, check=False).strip() if main else "",
+                    worktree_head=head_of(worktree),
+                    index=git("ls-files", "-s", "-z", cwd=main, check=False) if main else "",
+                    main_files=main_files, files=files, roots=roots, labels=labels)
+
+
+def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
+    """Compare with the snapshot, undo what differs, and return one line per difference.
+
+    own_branch (refs/heads/...) is the experiment's branch: if the agent moved it, it is put back and
+    the change stays in the worktree's files for the loop to judge and commit."""
+    wt = snap.worktree
+    # Git's own files first: the worktree's .git file, config (core.bare, core.worktree), and an
+    # `info/exclude` of `*` that would hide new files from status. Then refs, then the checkouts,
+    # which are compared against their HEADs.
+    lines = restore_files(snap.files, _walk_all(snap.roots), backup, snap.labels)
+    now = all_refs(wt)
+    checked_out = _checked_out_elsewhere(wt)
+    for ref in sorted(snap.refs.keys() | now.keys()):
+        old, new = snap.refs.get(ref), now.get(ref)
+        if old == new:
+            continue
+        if old is None:
+            git("update-ref", "-d", ref, new, cwd=wt)
+            lines.append(f"ref {ref}: created at {new[:10]}; deleted (restore: git update-ref {ref} {new})")
+        elif ref in checked_out and new is not None:
+            # A branch checked out elsewhere moved: a person may have committed there. Leave it.
+            lines.append(f"ref {ref}: moved {old[:10]} -> {new[:10]} while the agent ran; left as is "
+                         f"(if the agent did it: git -C {checked_out[ref]} reset --keep {old})")
+        else:
+            git("update-ref", ref, old, *([new] if new else []), cwd=wt)
+            what = "deleted" if new is None else f"moved to {new[:10]}"
+            back = f"git update-ref -d {ref}" if new is None else f"git update-ref {ref} {new}"
+            lines.append(f"ref {ref}: {what}; put back at {old[:10]}"
+                         + (" (the agent's commit is undone; its files are judged as uncommitted changes)"
+                            if ref == own_branch else f" (redo: {back})"))
+    if head_of(wt) != snap.worktree_head:
+        lines.append(f"the worktree's HEAD: switched to {head_of(wt)}; put back on {snap.worktree_head}")
+        if snap.worktree_head.startswith("refs/"):
+            git("symbolic-ref", "HEAD", snap.worktree_head, cwd=wt)
+        else:
+            git("update-ref", "--no-deref", "HEAD", snap.worktree_head, cwd=wt)
+    git("reset", "-q", cwd=wt)  # the worktree's index back to HEAD; the loop stages what it commits
+    if snap.main is not None:
+        lines += _main_checkout(snap, backup)
+    return lines
+
+
+def _walk_all(roots: list[Path]) -> dict[Path, Entry]:
+    out: dict[Path, Entry] = {}
+    for r in roots:
+        out.update(walk(r))
+    return out
+
+
+def _checked_out_elsewhere(wt: Path) -> dict[str, str]:
+    """{branch ref: checkout path} for branches checked out in worktrees other than wt."""
+    out: dict[str, str] = {}
+    path = None
+    for line in git("worktree", "list", "--porcelain", cwd=wt).splitlines():
+        if line.startswith("worktree "):
+            path = line[9:]
+        elif line.startswith("branch ") and path and Path(path).resolve() != wt.resolve():
+            out[line[7:]] = path
+    return out
+
+
+def _main_checkout(snap: Snapshot, backup: Path) -> list[str]:
+    main = snap.main
+    assert main is not None
+    lines: list[str] = []
+    head = head_of(main)
+    if head != snap.main_head or git("rev-parse", "HEAD", cwd=main, check=False).strip() != snap.main_head_commit:
+        # Switching it back could overwrite a person's work: say so, compare nothing more there.
+        return [f"the main checkout {main}: HEAD moved from {snap.main_head} to {head} while the agent ran; "
+                f"left as is (check it: git -C {main} status)"]
+    index = git("ls-files", "-s", "-z", cwd=main, check=False)
+    if index != snap.index:
+        staged = git("diff", "--cached", "--name-only", cwd=main).split()
+        lines.append(f"the main checkout's index: changed ({', '.join(staged[:10]) or 'entries'}); put back")
+        # Unstage what differs from the recorded index: entries recorded before go back as they were.
+        git("read-tree", "HEAD", cwd=main)
+        if snap.index:
+            git("update-index", "-z", "--index-info", cwd=main, input=snap.index)
+    after = {main / p for p in status(main)} | set(snap.main_files)
+    cur: dict[Path, Entry] = {}
+    for p in after:
+        e = entry(p)
+        if e is not None:
+            cur[p] = e
+    rel = {p: f"{main.name}/{p.relative_to(main)}" for p in after}
+    for p in sorted(after, key=lambda x: -len(x.parts)):
+        b, a = snap.main_files.get(p), cur.get(p)
+        if b is not None and b.same(a):
+            continue
+        copy = _keep_copy(p, backup, rel[p])
+        kept = f" (the agent's version: {copy})" if copy else ""
+        if b is not None:
+            _put_back(p, b)
+            lines.append(f"{rel[p]}: {'deleted' if a is None else 'changed'}; put back{kept}")
+            continue
+        tracked = git("ls-files", "--error-unmatch", "--", str(p.relative_to(main)), cwd=main, check=False).strip()
+        if tracked:
+            _remove(p)
+            git("checkout", "-q", "--", str(p.relative_to(main)), cwd=main)
+            lines.append(f"{rel[p]}: changed; put back as committed{kept}")
+        else:
+            _remove(p)
+            lines.append(f"{rel[p]}: created; removed{kept}")
+            _prune_empty(p.parent, main)
+    return lines
+
+
+def _prune_empty(d: Path, stop: Path) -> None:
+    while d != stop and stop in d.parents:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+        d = d.parent
+
+
+# ------------------------------------------------------------------------------------------------
+# The throwaway clone the agent's git commands go to
+# ------------------------------------------------------------------------------------------------
+
+def sandbox_env(worktree: Path, where: Path) -> tuple[dict[str, str], Path]:
+    """GIT_DIR/GIT_WORK_TREE for a throwaway clone that shares objects and sees the worktree's HEAD."""
+    clone = where / "git"
+    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=worktree).strip())
+    git("clone", "-q", "--bare", "--shared", "--no-tags", str(common), str(clone), cwd=where)
+    env = {"GIT_DIR": str(clone), "GIT_WORK_TREE": str(worktree)}
+    git("config", "core.bare", "false", cwd=where, env=env)
+    head = head_of(worktree)
+    sha = git("rev-parse", "HEAD", cwd=worktree).strip()
+    if head.startswith("refs/"):
+        git("update-ref", head, sha, cwd=where, env=env)
+        git("symbolic-ref", "HEAD", head, cwd=where, env=env)
+    else:
+        git("update-ref", "--no-deref", "HEAD", sha, cwd=where, env=env)
+    git("read-tree", "HEAD", cwd=where, env=env)
+    git("update-index", "-q", "--refresh", cwd=where, env=env, check=False)
+    return env, clone
+
+
+def sandbox_commits(env: dict[str, str], where: Path, base: str) -> list[str]:
+    """What the agent committed or created in the throwaway clone (it is thrown away with it)."""
+    lines = []
+    head = git("rev-parse", "HEAD", cwd=where, env=env, check=False).strip()
+    if head and head != base:
+        log = git("log", "--format=%h %s", f"{base}..{head}", cwd=where, env=env, check=False).strip()
+        lines.append("the agent made its own commit(s) (thrown away; the loop makes the experiment's commit): "
+                     + ("; ".join(log.splitlines()[:5]) or head[:10]))
+    return lines

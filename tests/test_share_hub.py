@@ -1,0 +1,117 @@
+"""Sharing through a hub: the README's "Share a run" commands, run word for word against a bare hub;
+a clone of a hub without notes says so; notes of commits that are gone are skipped, counted, pruned."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, autogk, git
+from review_support import copy_project, iterate_report, iterated_template
+
+
+@pytest.fixture
+def iterated(template_project, tmp_path_factory, tmp_path):
+    return copy_project(iterated_template(template_project, tmp_path_factory), tmp_path / "proj")
+
+
+def readme_blocks(title: str) -> list[list[str]]:
+    """The bash blocks of one README section, as command lines (comments kept: bash ignores them)."""
+    text = (REPO / "README.md").read_text()
+    section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return [[ln for ln in b.splitlines() if ln.strip()] for b in re.findall(r"```bash\n(.*?)```", section, re.S)]
+
+
+def sh(cwd: Path, line: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["bash", "-ec", line], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{line}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def test_the_readme_share_section_word_for_word(iterated, tmp_path):
+    exps = {e["number"]: e["decision"] for e in iterate_report(iterated)["experiments"]}
+    publish, clone = readme_blocks("Share a run")
+    hub = tmp_path / "hub.git"
+    for line in publish:
+        sh(iterated, line)
+        if line.startswith("git push hub main"):
+            # A plain push sends the branch and nothing of autogk's: what git does is not changed.
+            hub_refs = git(hub, "for-each-ref", "--format=%(refname)").split()
+            assert "refs/heads/main" in hub_refs and not [r for r in hub_refs if "autogk" in r], hub_refs
+    hub_refs = git(hub, "for-each-ref", "--format=%(refname)").split()
+    assert "refs/notes/autogk/results" in hub_refs and "refs/notes/autogk/plans" in hub_refs
+    assert sum(r.startswith("refs/autogk/") for r in hub_refs) == len(exps)
+    assert subprocess.run(["git", "config", "--get-all", "remote.hub.push"], cwd=iterated).returncode == 1
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = sh(elsewhere, "\n".join(clone))
+    copy = elsewhere / "run-copy"
+    rows = json.loads(autogk(copy, "log", "--json").stdout)
+    assert {r["number"]: r["decision"] for r in rows} == exps
+    for n in exps:
+        assert f"{n:04d}" in out.stdout or f"#{n}" in out.stdout  # the README's `autogk log` printed them
+    assert "no autogk notes" not in out.stdout
+    # Nothing configures what a plain `git push` sends, in the clone either.
+    assert subprocess.run(["git", "config", "--get-all", "remote.origin.push"], cwd=copy).returncode == 1
+
+
+def test_a_clone_of_a_hub_without_notes_says_so_and_how_to_fix_it(iterated, tmp_path):
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(iterated, "remote", "add", "hub", str(hub))
+    git(iterated, "push", "-q", "hub", "main")
+    git(tmp_path, "clone", "-q", str(hub), str(tmp_path / "c"))
+    log = autogk(tmp_path / "c", "log").stdout
+    assert "`autogk sync` fetches the experiments from origin" in log
+    out = autogk(tmp_path / "c", "sync", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    assert "origin holds no autogk notes" in out.stdout
+    assert "autogk sync --push --remote origin" in out.stdout
+
+
+def test_an_older_push_setting_is_removed(iterated, tmp_path):
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(iterated, "remote", "add", "hub", str(hub))
+    for spec in ("HEAD", "refs/notes/autogk/*:refs/notes/autogk/*", "refs/autogk/*:refs/autogk/*"):
+        git(iterated, "config", "--add", "remote.hub.push", spec)
+    out = autogk(iterated, "sync", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    assert "removed the push settings" in out.stdout
+    assert subprocess.run(["git", "config", "--get-all", "remote.hub.push"], cwd=iterated).returncode == 1
+
+
+def test_sync_skips_counts_and_prunes_notes_whose_commit_is_gone(iterated, tmp_path):
+    exps = iterate_report(iterated)["experiments"]
+    # An experiment commit amended away: git copies its note to the new commit and keeps the old
+    # commit's note, but nothing reaches the old commit, so a clone never gets it.
+    first = exps[0]["commit"]
+    note = git(iterated, "notes", "--ref", "autogk/results", "show", first)
+    git(iterated, "checkout", "-q", "-b", "scratch", "main")
+    (iterated / "scratch.txt").write_text("x\n")
+    git(iterated, "add", "scratch.txt")
+    git(iterated, "commit", "-qm", "a commit that will vanish")
+    gone = git(iterated, "rev-parse", "HEAD").strip()
+    git(iterated, "notes", "--ref", "autogk/results", "add", "-m", note.replace(first, gone), gone)
+    git(iterated, "checkout", "-q", "main")
+    git(iterated, "branch", "-qD", "scratch")
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(iterated, "remote", "add", "hub", str(hub))
+    git(iterated, "push", "-q", "hub", "main")
+    autogk(iterated, "sync", "--push", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(hub), str(clone))
+    out = autogk(clone, "sync", "--json")  # with MLflow: the orphan is not logged and nothing crashes
+    res = json.loads(out.stdout)
+    assert res["orphaned"] == 1 and res["logged"] == len(exps), res
+    assert "autogk sync --prune" in out.stderr
+    again = json.loads(autogk(clone, "sync", "--full", "--json").stdout)
+    assert again["orphaned"] == 1 and again["logged"] == len(exps)
+    pruned = json.loads(autogk(clone, "sync", "--prune", "--json").stdout)
+    assert pruned["pruned"] == 1 and pruned["orphaned"] == 1
+    assert gone not in git(clone, "notes", "--ref", "autogk/results", "list")
+    assert "orphaned" not in json.loads(autogk(clone, "sync", "--json").stdout)
