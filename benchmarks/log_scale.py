@@ -13,6 +13,7 @@ extrapolated to N. Notes here are synthetic: the figures are about reading histo
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -26,6 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from autogk_git.record import summaries as summaries_mod  # noqa: E402 - the summary the loop writes
 AUTOGK = [sys.executable, "-m", "autogk_git"]
 DEFINITION = json.loads((ROOT / "tests" / "data" / "scale" / "definition.json").read_text())
 KERNEL = (ROOT / "tests" / "data" / "scale" / "kernel.py").read_text()
@@ -64,8 +67,12 @@ def note_for(i: int, sha_mark: str, parent_mark: str, keep: bool, uuids: list[st
     return line + "\n\n" + json.dumps(result, indent=1, sort_keys=True) + "\n"
 
 
-def build(root: Path, n: int, n_workloads: int, rounds: int, seed: int = 0) -> dict:
-    """A project with n experiments, built by one `git fast-import` (commits, refs, merges, notes)."""
+def build(root: Path, n: int, n_workloads: int, rounds: int, seed: int = 0, summaries: bool = True) -> dict:
+    """A project with n experiments, built by one `git fast-import` (commits, refs, merges, notes).
+
+    With `summaries`, each result note gets the compact summary note the loop writes beside it
+    (record/summaries.py, made by its own `digest`); without, the history looks like one written
+    before summaries existed, which readers handle by reading the full notes."""
     rng = random.Random(seed)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     uuids = [f"00000000-0000-4000-8000-{k:012d}" for k in range(n_workloads)]
@@ -120,12 +127,21 @@ def build(root: Path, n: int, n_workloads: int, rounds: int, seed: int = 0) -> d
     nb = b"notes"
     nout.append(b"data %d\n" % len(nb) + nb + b"\n")
     size = 0
+    sout = [b"commit refs/notes/autogk/summaries\n" + who(t0 + n * 60 + 11), b"data %d\n" % len(nb) + nb + b"\n"]
     for exp_mark, text in notes:
         parent_mark = json.loads(text[text.index("{"):])["parent"][1:]
         text = text.replace(f'"@{exp_mark}"', f'"{sha[exp_mark]}"').replace(f'"@{parent_mark}"', f'"{sha[parent_mark]}"')
         b = text.encode()
         size += len(b)
         nout.append(f"N inline {sha[exp_mark]}\n".encode() + b"data %d\n" % len(b) + b + b"\n")
+        if summaries:  # what record/summaries.write_result writes beside the note
+            blob = hashlib.sha1(b"blob %d\0" % len(b) + b).hexdigest()
+            summ = json.dumps({"v": summaries_mod.VERSION, "commit": sha[exp_mark], "note": blob,
+                               "digest": summaries_mod.digest(json.loads(text[text.index("{"):]))},
+                              separators=(",", ":")).encode() + b"\n"
+            sout.append(f"N inline {sha[exp_mark]}\n".encode() + b"data %d\n" % len(summ) + summ + b"\n")
+    if summaries:
+        nout += sout
     subprocess.run(["git", "fast-import", "--quiet", "--done"], cwd=root, input=b"".join(nout) + b"done\n", check=True)
     subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=root, check=True)
     return {"experiments": n, "kept": kept, "note_bytes_mean": size // max(1, n), "workloads": n_workloads,

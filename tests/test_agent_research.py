@@ -159,7 +159,10 @@ def test_the_budget_stops_the_loop_between_experiments(project, monkeypatch):
 def test_the_profiler_writes_a_per_workload_artifact(project):
     from autogk_git.bench import profiler
     p = Project(project)
-    path = profiler.profile_target(p, p.target("scale"), calls=2)
+    from autogk_git.git import repo
+    from autogk_git.record.kernels import sources_at
+    sha = repo.rev(p.root, p.trunk)
+    path = profiler.profile_target(p, p.target("scale"), sources_at(p.root, p.target("scale"), sha), sha, calls=2)
     report = json.loads((path.parent / "profile.json").read_text())
     assert report["device"] == "cpu" and "host time only" in path.read_text()
     assert len(report["workloads"]) == 5 and all(w["host_us_per_call"] > 0 for w in report["workloads"])

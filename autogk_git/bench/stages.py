@@ -8,21 +8,14 @@ backends with `timing = True`.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset
 from autogk_git.bench.status import Status
-from autogk_git.git import repo
 from autogk_git.project import Target
 
 Progress = Callable[[str], None]
-
-
-def sources_at(root: Path, target: Target, rev: str) -> dict[str, str]:
-    """The target's Python files at rev: kernel.py and anything it imports beside it."""
-    files = repo.tree_files(root, rev, target.rel)
-    return {p: t for p, t in files.items() if p.endswith(".py") and p != "inputs.py"}
+Sources = dict[str, str]  # {file name beside kernel.py: text}: one kernel's files (record/kernels.sources_at)
 
 
 def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -47,9 +40,11 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
     return stage_res
 
 
-def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_rev: str | None,
+def benchmark(target: Target, backend, candidate: Sources, parent: Sources | None,
               config, seed: int, progress: Progress = lambda s: None) -> dict[str, Any]:
-    """Run the stages for candidate (against parent where the backend times) and return them."""
+    """Run the stages for candidate (against parent where the backend times) and return them.
+
+    The caller hands both kernels' sources: bench never reads git (the loop resolves them)."""
     definition, all_wl = target.definition, target.workloads
     usable, skipped = backend.eligible(definition, all_wl)
     stages: dict[str, Any] = {}
@@ -58,7 +53,7 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
     if not usable:
         result.update(correct=False, error="no workload can run on this backend", environment={})
         return result
-    cand = {"candidate": sources_at(root, target, candidate_rev)}
+    cand = {"candidate": candidate}
     plan = [("quick", quick_subset(definition, usable))]
     stride = stride_subset(usable, config.bench.stride)
     quick_ids = {w["uuid"] for w in plan[0][1]}
@@ -73,8 +68,8 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
         correct = stages[name]["summary"]["candidate"]["correct"]
         if not correct:
             break
-    if correct and backend.timing and parent_rev:
-        sources = {"parent": sources_at(root, target, parent_rev), **cand}
+    if correct and backend.timing and parent:
+        sources = {"parent": parent, **cand}
         progress(f"ab: parent vs candidate on {len(stride)} workload(s)")
         stages["ab"] = run_stage(backend, target, "ab", sources, stride, config, seed)
     result["correct"] = correct

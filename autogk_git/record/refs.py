@@ -4,6 +4,7 @@
     refs/autogk/kept/<target>/<NNNN>           a kept experiment's commit (also merged into trunk)
     refs/autogk/archive/<target>/<NNNN>        a reverted experiment's commit, kept with its notes
     refs/notes/autogk/results                  result notes (JSON after one human line)
+    refs/notes/autogk/summaries                a compact summary beside each result note (record/summaries.py)
     refs/notes/autogk/plans                    plan notes (markdown)
     refs/notes/autogk/bisect                   measurements made by `autogk bisect`, reused by the next
 
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 NOTES_RESULTS = "refs/notes/autogk/results"
+NOTES_SUMMARIES = "refs/notes/autogk/summaries"
 NOTES_PLANS = "refs/notes/autogk/plans"
 NOTES_BISECT = "refs/notes/autogk/bisect"
 NOTES_PREFIX = "refs/notes/autogk/"
