@@ -92,17 +92,19 @@ def notes_index(root) -> dict[str, dict[str, Any]]:
     blob map is reused while the results ref has not moved.
     """
     path, cache = _load_cache(root)
-    tip = repo.rev(root, refs.NOTES_RESULTS)
+    tips = dict(repo.for_each_ref(root, refs.NOTES_RESULTS, refs.NOTES_SUMMARIES))  # both in one process
+    tip = tips.get(refs.NOTES_RESULTS)
     if tip is None:
         return {}
     dirty = False
     if cache.get("notes_tip") == tip and isinstance(cache.get("map"), dict):
         nmap = cache["map"]
     else:
-        nmap = repo.notes_map(root, refs.NOTES_RESULTS)
+        out = git("notes", "--ref", refs.NOTES_RESULTS, "list", cwd=root)
+        nmap = {commit: blob for blob, commit in (line.split() for line in out.splitlines() if line)}
         cache.update(notes_tip=tip, map=nmap)
         dirty = True
-    short = summaries.read(root, nmap)
+    short = summaries.read(root, nmap) if tips.get(refs.NOTES_SUMMARIES) else {}
     known = cache["notes"]
     # Keyed by blob and commit: a note copied onto another commit (amend, rebase) holds a result
     # measured elsewhere, and notes.parse_result counts only the one measured on that commit.

@@ -48,8 +48,9 @@ def write_result(root: Path, result: dict[str, Any]) -> str:
 def read(root: Path, results_map: dict[str, str]) -> dict[str, dict[str, Any]]:
     """{commit: digest} for the commits whose summary matches their current result note.
 
-    `results_map` is {commit: result note blob} (repo.notes_map of the results ref)."""
-    smap = repo.notes_map(root, refs.NOTES_SUMMARIES)
+    `results_map` is {commit: result note blob} (the results ref's `git notes list`)."""
+    out = git("notes", "--ref", refs.NOTES_SUMMARIES, "list", cwd=root, check=False)  # absent ref: nothing
+    smap = {commit: blob for blob, commit in (line.split() for line in out.splitlines() if len(line.split()) == 2)}
     wanted = {c: b for c, b in smap.items() if c in results_map}
     order = sorted(set(wanted.values()))
     blobs = repo.cat_blobs(root, order)
