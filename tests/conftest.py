@@ -107,8 +107,11 @@ def template_project(tmp_path_factory):
 def project(template_project, tmp_path):
     dst = tmp_path / "proj"
     shutil.copytree(template_project, dst, symlinks=True)
-    # Hooks point at this interpreter already; refresh them in case the copy moved anything.
-    subprocess.run([str(BIN / "autogk"), "hooks", "install"], cwd=dst, check=True, capture_output=True)
+    # Hooks point at this interpreter already; refresh them in case the copy moved anything (in-process:
+    # the same function `autogk hooks install` calls, without starting an interpreter per test).
+    from autogk_git.git import hooks
+    from autogk_git.record import refs
+    hooks.install(dst, refs.NOTES_GLOB)
     return dst
 
 

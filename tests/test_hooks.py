@@ -4,22 +4,22 @@ from __future__ import annotations
 import stat
 import subprocess
 
-from conftest import autogk, git, notes_json
+from conftest import autogk, autogk_in, git, notes_json
 
 
 def test_install_chains_an_existing_hook_and_uninstall_restores_it(project):
     hooks = project / ".git" / "hooks"
-    autogk(project, "hooks", "uninstall")
+    autogk_in(project, "hooks", "uninstall")
     mine = hooks / "post-commit"
     mine.write_text("#!/bin/sh\necho user-hook-ran >> \"$(git rev-parse --git-dir)/user-hook.log\"\n")
     mine.chmod(mine.stat().st_mode | stat.S_IXUSR)
-    out = autogk(project, "hooks", "install").stdout
+    out = autogk_in(project, "hooks", "install").stdout
     assert "now runs first" in out
     (project / "a.txt").write_text("a")
     git(project, "add", "a.txt")
     git(project, "commit", "-qm", "a")
     assert (project / ".git" / "user-hook.log").read_text() == "user-hook-ran\n"
-    autogk(project, "hooks", "uninstall")
+    autogk_in(project, "hooks", "uninstall")
     assert mine.read_text().startswith("#!/bin/sh\necho user-hook-ran")
     assert not (hooks / "post-commit.autogk-chained").exists()
 

@@ -166,3 +166,13 @@ def test_sync_in_batches_logs_what_one_by_one_logging_logs(tmp_path, monkeypatch
     a, b = runs(batch), runs(single)
     assert len(a) == 4 and a == b
     assert any("plan.md" in v[5] for v in a.values()) and all("diff.patch" in v[5] for v in a.values())
+
+
+def test_bench_never_reads_git():
+    # git -> record -> loop -> job -> bench: the benchmark gets kernel sources, it never fetches them.
+    from test_architecture import imports, modules
+    known = modules()
+    for name, path in known.items():
+        if name.startswith("autogk_git.bench"):
+            reach = imports(path, name, set(known))
+            assert not [m for m in reach if m.startswith("autogk_git.git")], name

@@ -134,9 +134,8 @@ def main(argv: list[str]) -> int:
     import argparse
 
     from autogk_git.errors import BenchError
-    from autogk_git.git import repo
     from autogk_git.project import Project
-    from autogk_git.record.kernels import sources_at
+    from autogk_git.record.kernels import commit_of, sources_at
 
     ap = argparse.ArgumentParser(prog="python -m autogk_git.bench.profiler", description=__doc__.splitlines()[0])
     ap.add_argument("--target")
@@ -145,9 +144,9 @@ def main(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     project = Project.find()
     target = project.target(a.target)
-    # This entry point, not the profiler, reads git (through record/): bench stays free of git.
+    # This entry point resolves the kernel through record/ (which reads git): bench never starts git.
     rev = a.rev or project.trunk
-    sha = repo.rev(project.root, rev)
+    sha = commit_of(project.root, rev)
     if not sha:
         raise BenchError(f"'{rev}' is not a commit", "pass --rev with a branch, tag or sha")
     path = profile_target(project, target, sources_at(project.root, target, sha), sha, a.calls)

@@ -16,6 +16,11 @@ from autogk_git.project import Target
 from autogk_git.record.results import was_measured
 
 
+def commit_of(root: Path, rev: str) -> str | None:
+    """The commit a revision names (a branch, a tag, a sha), or None."""
+    return repo.rev(root, rev)
+
+
 def sources_at(root: Path, target: Target, rev: str) -> dict[str, str]:
     """The target's Python files at rev: kernel.py and anything it imports beside it."""
     files = repo.tree_files(root, rev, target.rel)
