@@ -184,18 +184,22 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sync-samples", default="50,150", help="sizes of the sync samples (comma-separated)")
+    ap.add_argument("--sync-full", action="store_true", help="also time `autogk sync` over all N notes (measured)")
+    ap.add_argument("--no-summaries", action="store_true",
+                    help="build the history as written before result summaries existed (the slow read path)")
     ap.add_argument("--json", dest="json_out", help="also write the figures to this file")
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
            "GIT_CONFIG_NOSYSTEM": "1"}
     res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": {
         "platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-        "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()}}
+        "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}}
     with tempfile.TemporaryDirectory(prefix="autogk-scale-") as tmp:
         tmp = Path(tmp)
         root = tmp / "proj"
         t = time.perf_counter()
-        res["history"] = build(root, args.n, args.workloads, args.rounds)
+        res["history"] = build(root, args.n, args.workloads, args.rounds, summaries=not args.no_summaries)
         res["history"]["build_s"] = round(time.perf_counter() - t, 2)
         print(f"built {args.n} experiments in {res['history']['build_s']} s "
               f"(mean note {res['history']['note_bytes_mean']} bytes)", flush=True)
@@ -213,6 +217,20 @@ def main() -> None:
         res["git_processes"] = {"log": count_git(AUTOGK + ["log"], root, env, tmp),
                                 "best": count_git(AUTOGK + ["best"], root, env, tmp)}
         print(f"git processes: {res['git_processes']}", flush=True)
+        if args.sync_full:
+            t = time.perf_counter()
+            proc = subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True,
+                                  text=True)
+            wall = time.perf_counter() - t
+            if proc.returncode != 0:
+                raise SystemExit(proc.stderr)
+            logged = json.loads(proc.stdout.strip().splitlines()[-1])["logged"]
+            t = time.perf_counter()
+            subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True, check=True)
+            res["sync_full"] = {"notes": args.n, "logged": logged, "wall_s": round(wall, 1),
+                                "resync_s": round(time.perf_counter() - t, 1)}
+            print(f"sync of all {args.n} notes into a fresh store: {wall:.1f} s (measured); "
+                  f"again: {res['sync_full']['resync_s']} s", flush=True)
         samples = [int(s) for s in args.sync_samples.split(",") if s]
         res["sync"] = []
         for k in samples:
@@ -239,6 +257,7 @@ def main() -> None:
                                "extrapolated_s_for_n": round(fixed + per * args.n, 1), "n": args.n}
             print(f"sync fit: {fixed:.1f} s + {per * 1000:.0f} ms/note -> about {fixed + per * args.n:.0f} s "
                   f"({(fixed + per * args.n) / 60:.1f} min) for {args.n} notes (linear extrapolation)", flush=True)
+    res["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(res, indent=1))
     print(json.dumps(res, indent=1))
