@@ -15,8 +15,9 @@ from autogk_git.errors import TargetError
 
 _LINE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*)\s*=\s*(?P<value>[^#\n]+?)\s*#\s*autogk:\s*tune\s+(?P<choices>\[.*\])\s*$",
                    re.MULTILINE)
-# Any line that means to declare a tunable: what `strict` parsing holds to the full form above.
-_MARK = re.compile(r"#\s*autogk:\s*tune\b")
+# A line that means to declare a tunable (an assignment carrying the marker in its comment), which
+# `strict` parsing holds to the full form above; prose that only mentions the marker is not one.
+_MARK = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*=[^#\n]*#\s*autogk:\s*tune\b")
 FORM = "NAME = VALUE  # autogk: tune [CHOICE, ...]"
 
 

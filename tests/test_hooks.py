@@ -1,10 +1,11 @@
 """Hooks: chained with a user's own, guard experiment branches, benchmark hand-made experiments."""
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 
-from conftest import autogk, autogk_in, git, notes_json
+from conftest import autogk_in, git, notes_json
 
 
 def test_install_chains_an_existing_hook_and_uninstall_restores_it(project):
@@ -37,13 +38,18 @@ def test_hand_made_experiment_is_benchmarked_by_the_hook_and_concluded_by_iterat
     git(project, "checkout", "-qb", "autogk/scale/0001-smaller-block")
     k = project / "kernels" / "scale" / "kernel.py"
     k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 32"))
-    git(project, "commit", "-qam", "smaller block")  # foreground hook (set by the test fixture)
+    # As a person commits by default: the hook benchmarks in the background and returns at once.
+    subprocess.run(["git", "commit", "-qam", "smaller block"], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_BENCH_HOOK_MODE": "background"})
     sha = git(project, "rev-parse", "HEAD").strip()
-    note = notes_json(project, sha)
-    assert note["experiment"] == 1 and note["agent"] == "human"
-    assert note["verdict"]["decision"] == "keep"
-    out = autogk(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert (project / ".git" / "autogk" / "bench" / f"{sha}.pid").exists()  # still benchmarking
+    # iterate right away: it waits for that benchmark (not skipping it), concludes it and counts it.
+    out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert "#0001: being benchmarked in the background" in out and "waiting for its result" in out
     assert "#0001 kept: merged into main" in out
+    assert "done: 1 experiment(s) concluded (1 left open before this run), 1 kept, 0 reverted" in out
+    note = notes_json(project, sha)
+    assert note["experiment"] == 1 and note["agent"] == "human" and note["verdict"]["decision"] == "keep"
     assert git(project, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert "BLOCK = 32" in k.read_text()
     assert git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip() == sha

@@ -29,7 +29,8 @@ def _commit_kernel(project: Path, old: str, new: str, message: str) -> None:
 
 def test_a_tunable_comment_that_does_not_parse_names_its_line():
     from autogk_git import tunables
-    src = "import x\n\nBLOCK = 64  # autogk: tune [32, 64]\nMASK = True  # autogk: tune [True, False] (try off)\n"
+    src = ('"""Declare tunables as `NAME = value  # autogk: tune [choices]`."""\n\n'
+           "BLOCK = 64  # autogk: tune [32, 64]\nMASK = True  # autogk: tune [True, False] (try off)\n")
     assert set(tunables.parse(src)) == {"BLOCK"}  # lenient: results record what they can
     with pytest.raises(tunables.TunableError) as e:
         tunables.parse(src, strict=True, where="kernels/t/kernel.py")
@@ -37,6 +38,8 @@ def test_a_tunable_comment_that_does_not_parse_names_its_line():
     assert "# autogk: tune [64, 128, 256]" in e.value.hint
     with pytest.raises(tunables.TunableError, match="line 1"):
         tunables.parse("BLOCK = 6 4  # autogk: tune [32, 64]\n", strict=True)
+    with pytest.raises(tunables.TunableError, match="line 2.*module-level UPPER_CASE"):
+        tunables.parse("def f():\n    block = 64  # autogk: tune [32, 64]\n", strict=True)
 
 
 def _tune(tmp_path: Path, source: str, history: list[dict]):

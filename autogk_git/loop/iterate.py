@@ -135,13 +135,14 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
     agent = get_agent(kind, cfg)
     report = LoopReport(target.name)
     started = time.time()
+    # --max-time counts from the command's start: resuming (waiting for a background benchmark) uses it too.
+    limits = Limits(n if n > 0 else (cfg.agent.max_iterations or 0), max_time_s, budget or 0.0)
     lock = RepoLock(project.state_dir)
     with lock:
         if lock.recovered:
             say(f"recovered a stale lock from pid {lock.recovered.get('pid')} (that loop is gone)")
         report.resumed = resume(project, target.name, say)
         workload_view.write_artifact(project, target)
-        limits = Limits(n if n > 0 else (cfg.agent.max_iterations or 0), max_time_s, budget or 0.0)
         research = Research(project, target, say, report)
         if parallel > 1:
             from autogk_git.loop.parallel import run_parallel
