@@ -1,6 +1,7 @@
 """Hooks: chained with a user's own, guard experiment branches, benchmark hand-made experiments."""
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -59,11 +60,19 @@ def test_notes_follow_amend(project):
     git(project, "checkout", "-qb", "autogk/scale/0001-x")
     k = project / "kernels" / "scale" / "kernel.py"
     k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 128"))
-    git(project, "commit", "-qam", "bigger block")
+    # The first commit's result is written by hand (its benchmark is not the point; AUTOGK_LOOP keeps
+    # the hook out, as for the loop's own commits): the amend must copy it, then measure anew.
+    subprocess.run(["git", "commit", "-qam", "bigger block"], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_LOOP": "1"})
     old = git(project, "rev-parse", "HEAD").strip()
+    stale = {"schema": 1, "target": "scale", "experiment": 1, "commit": old, "verdict": {"decision": "keep"}}
+    git(project, "notes", "--ref", "autogk/results", "add", "-m", json.dumps(stale), old)
     git(project, "notes", "--ref", "autogk/plans", "add", "-m", "the plan", old)
     git(project, "commit", "-q", "--amend", "-m", "bigger block, reworded")
     new = git(project, "rev-parse", "HEAD").strip()
     assert new != old
     assert git(project, "notes", "--ref", "autogk/plans", "show", new).strip() == "the plan"
-    assert notes_json(project, new)["commit"] == new  # re-benchmarked by the hook after the amend
+    # Re-benchmarked by the hook after the amend: the result measured on the new commit is the one
+    # read, whatever the stale copy beside it.
+    fresh = notes_json(project, new)
+    assert fresh["commit"] == new and fresh["stages"] and fresh["verdict"]["decision"] == "keep"

@@ -48,7 +48,7 @@ def test_bad_input_gives_a_clear_error(tmp_path):
 
 
 @needs_shared
-@pytest.mark.parametrize("hidden", [2048, 4096, 7168])
+@pytest.mark.parametrize("hidden", [2048, 7168])  # 4096 is the bundled example (test above)
 def test_real_rmsnorm_definitions_init_and_check(tmp_path, hidden):
     d = SHARED / "definitions" / "rmsnorm" / f"rmsnorm_h{hidden}.json"
     w = SHARED / "workloads" / "rmsnorm" / f"rmsnorm_h{hidden}.jsonl"

@@ -6,14 +6,17 @@ import subprocess
 import sys
 
 from conftest import autogk, autogk_in, git, notes_json
-from review_support import copy_project, iterated_template
+from review_support import copy_project, iterate_report, iterated_template
 
 
-def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
-    out = autogk(project, "iterate", "-n", "4", "--json")
-    report = json.loads(out.stdout)
+def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(template_project, tmp_path_factory, tmp_path):
+    # The session's iterated project: `autogk iterate -n 3 --json` run once, end to end, in a process
+    # of its own (review_support); this test reads what it left, on a copy with its MLflow store.
+    project = copy_project(iterated_template(template_project, tmp_path_factory), tmp_path / "proj",
+                           keep_mlruns=True)
+    report = iterate_report(project)
     exps = report["experiments"]
-    assert [e["number"] for e in exps] == [1, 2, 3, 4]
+    assert [e["number"] for e in exps] == [1, 2, 3] and report["stop_reason"] == "ran 3 experiment(s) (limit 3)"
     decisions = {e["hypothesis"]: e["decision"] for e in exps}
     # MASK False leaves the tail unwritten: the poisoned output must catch it.
     assert decisions["tune: MASK True -> False"] == "revert"

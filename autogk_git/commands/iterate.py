@@ -37,11 +37,13 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
                       parallel=parallel)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=1))
-        return 1 if report.failed or report.nothing_to_try else 0
-    click.echo("\n" + summary(report))
-    if report.nothing_to_try:
+    else:
+        click.echo("\n" + summary(report))
+    if report.nothing_to_try:  # not a success: the user asked for experiments and none could run
         click.echo(ways_forward(project, report.target), err=True)
         return 1
+    if as_json:
+        return 1 if report.failed else 0
     click.echo(f"look at: autogk log  |  git log --first-parent {project.trunk}  |  autogk show N  |  "
                f"mlflow ui --backend-store-uri {project.tracking_uri()}")
     return 1 if report.failed else 0
