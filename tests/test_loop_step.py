@@ -179,3 +179,26 @@ def test_bench_never_reads_git():
         if name.startswith("autogk_git.bench"):
             reach = imports(path, name, set(known))
             assert not [m for m in reach if m.startswith("autogk_git.git")], name
+
+
+def test_the_parallel_loop_fires_research_and_follows_the_plan_like_the_serial_one(project, monkeypatch):
+    # One step for both schedulers: plans, artifacts and research triggers reach parallel experiments too.
+    from test_agent_research import Scripted
+
+    from autogk_git.loop import iterate as it
+    from autogk_git.project import Project
+    for k, v in {"AUTOGK_TRACKING_ENABLED": "false", "AUTOGK_RESEARCH_WALL": "1",
+                 "AUTOGK_RESEARCH_FOLLOW": "1"}.items():
+        monkeypatch.setenv(k, v)
+    agent = Scripted([[("mask = offs < n", "mask = offs < n - 1")],   # 1 and 2 in flight together,
+                      [("mask = offs < n", "mask = offs < n - 2")],   # both incorrect: a wall of one
+                      [("BLOCK = 64 ", "BLOCK = 128 ")]])             # 3 opens after a result: the plan
+    monkeypatch.setattr(it, "get_agent", lambda kind, cfg: agent)
+    report = it.iterate(Project(project), "scale", 3, "tune", lambda s: None, parallel=2)
+    assert [e["decision"] for e in sorted(report.experiments, key=lambda e: e["number"])] == \
+        ["revert", "revert", "keep"]
+    assert report.research and report.research[0]["trigger"].startswith("correctness wall")
+    assert agent.seen[0]["plan"] is None and agent.seen[1]["plan"] is None
+    assert agent.seen[2]["plan_id"] == report.research[0]["commit"] and all(s["artifact"] for s in agent.seen)
+    third = next(e for e in report.experiments if e["number"] == 3)["commit"]
+    assert f"Autogk-Plan: {report.research[0]['commit']}" in git(project, "log", "-1", "--format=%B", third)
