@@ -44,21 +44,13 @@ class Slot:
 # ------------------------------------------------------------------------------------------------
 
 def gpu_indices(config) -> list[str]:
-    """CUDA devices to spread over: [bench] gpu when set, else every GPU nvidia-smi lists."""
+    """CUDA devices to spread over: [bench] gpu when set, else every GPU this process may see.
+
+    Indices count within what the process may see, as CUDA (and the local backend) count them."""
     if config.bench.gpu.strip():
         return [g.strip() for g in config.bench.gpu.split(",") if g.strip()]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:  # [bench] gpu indices count within what this process may see, as CUDA counts them
-        return [str(i) for i, g in enumerate(g for g in visible.split(",") if g.strip())]
-    import shutil
-    import subprocess
-    if not shutil.which("nvidia-smi"):
-        return []
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+    from autogk_git.bench.backends.local import visible_gpus  # the one nvidia-smi / CUDA_VISIBLE_DEVICES reader
+    return [str(i) for i in range(len(visible_gpus()))]
 
 
 def with_gpu(project: Project, device: str) -> Project:
