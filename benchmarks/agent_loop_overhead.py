@@ -71,7 +71,7 @@ def main() -> None:
     from autogk_git.agents import workload_view as inspect
     from autogk_git.agents import research
     from autogk_git.loop import experiment as ex
-    from autogk_git.loop import iterate as it
+    from autogk_git.record import kernels
     from autogk_git.project import Project
 
     rows = []
@@ -95,7 +95,7 @@ def main() -> None:
                 plans = research.plans(root, target.name)
                 research.due(history, cfg, since=plans[-1].after if plans else 0)
                 research.pending(root, target.name, history, cfg.research.follow, plans)
-                it.tried_trees(project, target.rel, history)
+                kernels.tried(project.root, target.rel, history)
 
             row = {"experiments": n,
                    "history_ms": timed(lambda: ex.results(project, target.name), args.rounds),

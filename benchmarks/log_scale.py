@@ -13,6 +13,7 @@ extrapolated to N. Notes here are synthetic: the figures are about reading histo
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -26,6 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from autogk_git.record import summaries as summaries_mod  # noqa: E402 - the summary the loop writes
 AUTOGK = [sys.executable, "-m", "autogk_git"]
 DEFINITION = json.loads((ROOT / "tests" / "data" / "scale" / "definition.json").read_text())
 KERNEL = (ROOT / "tests" / "data" / "scale" / "kernel.py").read_text()
@@ -66,8 +69,12 @@ def note_for(i: int, sha_mark: str, parent_mark: str, keep: bool, uuids: list[st
     return line + "\n\n" + json.dumps(result, indent=1, sort_keys=True) + "\n"
 
 
-def build(root: Path, n: int, n_workloads: int, rounds: int, seed: int = 0) -> dict:
-    """A project with n experiments, built by one `git fast-import` (commits, refs, merges, notes)."""
+def build(root: Path, n: int, n_workloads: int, rounds: int, seed: int = 0, summaries: bool = True) -> dict:
+    """A project with n experiments, built by one `git fast-import` (commits, refs, merges, notes).
+
+    With `summaries`, each result note gets the compact summary note the loop writes beside it
+    (record/summaries.py, made by its own `digest`); without, the history looks like one written
+    before summaries existed, which readers handle by reading the full notes."""
     rng = random.Random(seed)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     uuids = [f"00000000-0000-4000-8000-{k:012d}" for k in range(n_workloads)]
@@ -122,12 +129,21 @@ def build(root: Path, n: int, n_workloads: int, rounds: int, seed: int = 0) -> d
     nb = b"notes"
     nout.append(b"data %d\n" % len(nb) + nb + b"\n")
     size = 0
+    sout = [b"commit refs/notes/autogk/summaries\n" + who(t0 + n * 60 + 11), b"data %d\n" % len(nb) + nb + b"\n"]
     for exp_mark, text in notes:
         parent_mark = json.loads(text[text.index("{"):])["parent"][1:]
         text = text.replace(f'"@{exp_mark}"', f'"{sha[exp_mark]}"').replace(f'"@{parent_mark}"', f'"{sha[parent_mark]}"')
         b = text.encode()
         size += len(b)
         nout.append(f"N inline {sha[exp_mark]}\n".encode() + b"data %d\n" % len(b) + b + b"\n")
+        if summaries:  # what record/summaries.write_result writes beside the note
+            blob = hashlib.sha1(b"blob %d\0" % len(b) + b).hexdigest()
+            summ = json.dumps({"v": summaries_mod.VERSION, "commit": sha[exp_mark], "note": blob,
+                               "digest": summaries_mod.digest(json.loads(text[text.index("{"):]))},
+                              separators=(",", ":")).encode() + b"\n"
+            sout.append(f"N inline {sha[exp_mark]}\n".encode() + b"data %d\n" % len(summ) + summ + b"\n")
+    if summaries:
+        nout += sout
     subprocess.run(["git", "fast-import", "--quiet", "--done"], cwd=root, input=b"".join(nout) + b"done\n", check=True)
     subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=root, check=True)
     return {"experiments": n, "kept": kept, "note_bytes_mean": size // max(1, n), "workloads": n_workloads,
@@ -170,18 +186,22 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sync-samples", default="50,150", help="sizes of the sync samples (comma-separated)")
+    ap.add_argument("--sync-full", action="store_true", help="also time `autogk sync` over all N notes (measured)")
+    ap.add_argument("--no-summaries", action="store_true",
+                    help="build the history as written before result summaries existed (the slow read path)")
     ap.add_argument("--json", dest="json_out", help="also write the figures to this file")
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
            "GIT_CONFIG_NOSYSTEM": "1"}
     res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": {
         "platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-        "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()}}
+        "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}}
     with tempfile.TemporaryDirectory(prefix="autogk-scale-") as tmp:
         tmp = Path(tmp)
         root = tmp / "proj"
         t = time.perf_counter()
-        res["history"] = build(root, args.n, args.workloads, args.rounds)
+        res["history"] = build(root, args.n, args.workloads, args.rounds, summaries=not args.no_summaries)
         res["history"]["build_s"] = round(time.perf_counter() - t, 2)
         print(f"built {args.n} experiments in {res['history']['build_s']} s "
               f"(mean note {res['history']['note_bytes_mean']} bytes)", flush=True)
@@ -199,6 +219,20 @@ def main() -> None:
         res["git_processes"] = {"log": count_git(AUTOGK + ["log"], root, env, tmp),
                                 "best": count_git(AUTOGK + ["best"], root, env, tmp)}
         print(f"git processes: {res['git_processes']}", flush=True)
+        if args.sync_full:
+            t = time.perf_counter()
+            proc = subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True,
+                                  text=True)
+            wall = time.perf_counter() - t
+            if proc.returncode != 0:
+                raise SystemExit(proc.stderr)
+            logged = json.loads(proc.stdout.strip().splitlines()[-1])["logged"]
+            t = time.perf_counter()
+            subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True, check=True)
+            res["sync_full"] = {"notes": args.n, "logged": logged, "wall_s": round(wall, 1),
+                                "resync_s": round(time.perf_counter() - t, 1)}
+            print(f"sync of all {args.n} notes into a fresh store: {wall:.1f} s (measured); "
+                  f"again: {res['sync_full']['resync_s']} s", flush=True)
         samples = [int(s) for s in args.sync_samples.split(",") if s]
         res["sync"] = []
         for k in samples:
@@ -217,7 +251,7 @@ def main() -> None:
             again = time.perf_counter() - t
             res["sync"].append({"notes": k, "logged": logged, "wall_s": round(wall, 2), "resync_s": round(again, 2)})
             print(f"sync of {k} notes into a fresh store: {wall:.1f} s; again (nothing new): {again:.1f} s", flush=True)
-        if len(res["sync"]) >= 2:
+        if len(res["sync"]) >= 2 and not args.sync_full:  # a fit only where the full sync was not measured
             (a, b) = res["sync"][0], res["sync"][-1]
             per = (b["wall_s"] - a["wall_s"]) / (b["notes"] - a["notes"])
             fixed = a["wall_s"] - per * a["notes"]
@@ -225,6 +259,7 @@ def main() -> None:
                                "extrapolated_s_for_n": round(fixed + per * args.n, 1), "n": args.n}
             print(f"sync fit: {fixed:.1f} s + {per * 1000:.0f} ms/note -> about {fixed + per * args.n:.0f} s "
                   f"({(fixed + per * args.n) / 60:.1f} min) for {args.n} notes (linear extrapolation)", flush=True)
+    res["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(res, indent=1))
     print(json.dumps(res, indent=1))

@@ -47,6 +47,45 @@ def autogk(cwd: Path, *args: str, check: bool = True, env: dict | None = None, t
     return proc
 
 
+def autogk_in(cwd: Path, *args: str, check: bool = True, env: dict | None = None):
+    """Run a command in-process with click's CliRunner: the CLI's own code and exit codes, without
+    starting an interpreter (about a second each on this machine). Use `autogk` where the process is
+    the point (hooks, signals, the installed entry point)."""
+    import subprocess as sp
+
+    import click
+    from click.testing import CliRunner
+
+    from autogk_git.cli import cli
+    from autogk_git.errors import AutogkError
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.update(env or {})
+    os.chdir(cwd)
+    try:
+        res = CliRunner().invoke(cli, list(args), standalone_mode=False, catch_exceptions=True)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)  # commands may set variables (iterate --backend does)
+    out, err, rc = res.stdout, res.stderr, res.return_value if isinstance(res.return_value, int) else 0
+    exc = res.exception
+    if isinstance(exc, AutogkError):  # what cli.main prints for a known failure
+        err += f"error: {exc.message}\n" + (f"hint: {exc.hint}\n" if exc.hint else "")
+        rc = 1
+    elif isinstance(exc, click.ClickException):
+        err += f"Error: {exc.format_message()}\n"
+        rc = exc.exit_code
+    elif isinstance(exc, SystemExit):
+        rc = exc.code if isinstance(exc.code, int) else 1
+    elif exc is not None:
+        raise exc
+    proc = sp.CompletedProcess(["autogk", *args], rc, out, err)
+    if check and rc != 0:
+        raise AssertionError(f"autogk {' '.join(args)} exited {rc}\n{out}\n{err}")
+    return proc
+
+
 @pytest.fixture(scope="session")
 def template_project(tmp_path_factory):
     """A project with the small `scale` test target, built once and copied per test."""
@@ -72,8 +111,11 @@ def template_project(tmp_path_factory):
 def project(template_project, tmp_path):
     dst = tmp_path / "proj"
     shutil.copytree(template_project, dst, symlinks=True)
-    # Hooks point at this interpreter already; refresh them in case the copy moved anything.
-    subprocess.run([str(BIN / "autogk"), "hooks", "install"], cwd=dst, check=True, capture_output=True)
+    # Hooks point at this interpreter already; refresh them in case the copy moved anything (in-process:
+    # the same function `autogk hooks install` calls, without starting an interpreter per test).
+    from autogk_git.git import hooks
+    from autogk_git.record import refs
+    hooks.install(dst, refs.NOTES_GLOB)
     return dst
 
 

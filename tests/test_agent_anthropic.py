@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import autogk, git, notes_json
+from conftest import autogk_in, git, notes_json
 from fake_messages_server import FakeMessages, delay, error, finish, text, tool_use
 
 from autogk_git.agents.anthropic_agent import AnthropicAgent
@@ -220,7 +220,7 @@ def test_a_model_that_only_talks_is_nudged_to_use_tools(project, api):
 def test_an_agent_out_of_turns_stops_the_loop_and_says_why(project, api, monkeypatch):
     monkeypatch.setenv("AUTOGK_AGENT_MAX_TURNS", "2")
     api(lambda body: tool_use("history", {}))
-    out = autogk(project, "iterate", "-n", "3", "--agent", "anthropic", "--json", check=False,
+    out = autogk_in(project, "iterate", "-n", "3", "--agent", "anthropic", "--json", check=False,
                  env={"AUTOGK_TRACKING_ENABLED": "false"})
     assert out.returncode == 1
     report = json.loads(out.stdout)
@@ -271,7 +271,7 @@ def test_iterate_with_the_anthropic_agent_records_cost_in_notes_and_mlflow(proje
         tool_use("write_plan", {"diagnosis": "d", "strategy": "Vectorize the loads.", "actions": ["a1", "a2"],
                                 "avoid": ["MASK False"]}),
     ])
-    out = autogk(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "5", "--json")
+    out = autogk_in(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "5", "--json")
     report = json.loads(out.stdout)
     [exp] = report["experiments"]
     assert exp["decision"] == "keep" and exp["hypothesis"] == "BLOCK 64 -> 32"
@@ -296,7 +296,7 @@ def test_iterate_with_the_anthropic_agent_records_cost_in_notes_and_mlflow(proje
                                 "where e.name = 'autogk/scale/loops'").fetchall())
     assert loop["cost_usd"] == pytest.approx(cost["cost_usd"]) and loop["kept"] == 1 and loop["requests"] == 6
 
-    out = autogk(project, "research", "--json")
+    out = autogk_in(project, "research", "--json")
     plan = json.loads(out.stdout)
     assert plan["usage"]["requests"] == 2 and plan["meta"]["cost_usd"] > 0
     assert "Vectorize the loads." in plan["text"] and "anthropic (claude-sonnet-5-5)" in plan["text"]
@@ -316,7 +316,7 @@ def test_iterate_with_the_anthropic_agent_records_cost_in_notes_and_mlflow(proje
 def test_a_budget_needs_a_priced_model(project, api, monkeypatch):
     api([])
     monkeypatch.setenv("AUTOGK_AGENT_MODEL", "claude-unknown-9")
-    out = autogk(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "1", check=False)
+    out = autogk_in(project, "iterate", "-n", "1", "--agent", "anthropic", "--budget-usd", "1", check=False)
     assert out.returncode == 1
     assert "needs a price for claude-unknown-9" in out.stderr and "[agent] prices" in out.stderr
 

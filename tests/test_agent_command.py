@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, DATA, autogk, git
+from conftest import BIN, DATA, autogk_in, git
 
 from autogk_git.agents.base import Context
 from autogk_git.agents.command import CommandAgent
@@ -36,7 +36,7 @@ def test_commits_editable_changes_and_discards_the_rest(project, tmp_path):
                ["write", "notes/new.txt", "untracked outside\n"],
                ["hypothesis", "BLOCK 64 -> 128 for fewer programs"]]
     readme_before = (project / "README.md").read_text() if (project / "README.md").exists() else None
-    out = autogk(project, "iterate", "-n", "1", "--agent", "command", "--json",
+    out = autogk_in(project, "iterate", "-n", "1", "--agent", "command", "--json",
                  env=env_for(actions, FAKE_CLI_PROMPT_COPY=str(prompt_copy)))
     report = json.loads(out.stdout)
     [exp] = report["experiments"]
@@ -121,7 +121,7 @@ def test_ctrl_c_leaves_a_resumable_state(project, tmp_path):
     assert "interrupted" in err
     assert not list(tmp.glob("autogk-command-*"))  # the prompt folder is cleaned up
     # The next run starts cleanly and completes an experiment.
-    out = autogk(project, "iterate", "-n", "1", "--json", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    out = autogk_in(project, "iterate", "-n", "1", "--json", env={"AUTOGK_TRACKING_ENABLED": "false"})
     report = json.loads(out.stdout)
     assert [e["number"] for e in report["experiments"]] == [1]
     assert git(project, "branch", "--list", "autogk/*").strip() == ""

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import autogk, git
+from conftest import autogk_in, git
 
 from autogk_git import config as config_mod
 from autogk_git.agents import workload_view as inspect
@@ -66,7 +66,7 @@ def test_the_inspector_reports_axis_ranges_sizes_and_regimes(project):
 
 
 def test_research_on_demand_offline_writes_a_plan_the_next_experiment_links_to(project):
-    out = autogk(project, "research", "--json", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    out = autogk_in(project, "research", "--json", env={"AUTOGK_TRACKING_ENABLED": "false"})
     plan = json.loads(out.stdout)
     tip = git(project, "rev-parse", "main").strip()
     assert plan["commit"] == tip and plan["trigger"] == "demand: on demand"
@@ -75,15 +75,15 @@ def test_research_on_demand_offline_writes_a_plan_the_next_experiment_links_to(p
         assert section in note
     assert "offline (statistics only; set ANTHROPIC_API_KEY" in note
     assert "set BLOCK = 128" in note  # an untried tunable move, read from the trunk's kernel
-    assert "Research plan" in autogk(project, "research", "--show").stdout
+    assert "Research plan" in autogk_in(project, "research", "--show").stdout
 
-    out = autogk(project, "iterate", "-n", "1", "--json", env={"AUTOGK_TRACKING_ENABLED": "false",
+    out = autogk_in(project, "iterate", "-n", "1", "--json", env={"AUTOGK_TRACKING_ENABLED": "false",
                                                                "AUTOGK_RESEARCH_FOLLOW": "1"})
     [exp] = json.loads(out.stdout)["experiments"]
     body = git(project, "log", "-1", "--format=%B", exp["commit"])
     assert f"Autogk-Plan: {tip}" in body
     # Followed once (follow = 1): no plan is pending any more.
-    shown = autogk(project, "research", "--show", check=False, env={"AUTOGK_RESEARCH_FOLLOW": "1"})
+    shown = autogk_in(project, "research", "--show", check=False, env={"AUTOGK_RESEARCH_FOLLOW": "1"})
     assert shown.returncode == 1 and "no pending plan" in shown.stderr
 
 
@@ -159,7 +159,10 @@ def test_the_budget_stops_the_loop_between_experiments(project, monkeypatch):
 def test_the_profiler_writes_a_per_workload_artifact(project):
     from autogk_git.bench import profiler
     p = Project(project)
-    path = profiler.profile_target(p, p.target("scale"), calls=2)
+    from autogk_git.git import repo
+    from autogk_git.record.kernels import sources_at
+    sha = repo.rev(p.root, p.trunk)
+    path = profiler.profile_target(p, p.target("scale"), sources_at(p.root, p.target("scale"), sha), sha, calls=2)
     report = json.loads((path.parent / "profile.json").read_text())
     assert report["device"] == "cpu" and "host time only" in path.read_text()
     assert len(report["workloads"]) == 5 and all(w["host_us_per_call"] > 0 for w in report["workloads"])

@@ -3,11 +3,11 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import BIN, autogk, git
+from conftest import BIN, autogk, autogk_in, git
 
 
 def test_doctor_reports_packages_project_and_backend(project):
-    out = autogk(project, "doctor", "--json", check=False)
+    out = autogk_in(project, "doctor", "--json", check=False)
     info = json.loads(out.stdout)
     assert info["packages"]["torch"] and info["packages"]["triton"]
     assert info["project"]["trunk"] == "main"

@@ -119,8 +119,11 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
     kernel.write_text(kernel.read_text().replace("BLOCK = 64", "BLOCK = 128"))
     subprocess.run(["git", "commit", "-qam", "BLOCK 128"], cwd=project, check=True)
     cand = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    from autogk_git.record.kernels import sources_at
     p = Project(project)
-    bench = benchmark(p.root, p.target("scale"), CpuTimedBackend(), cand, parent, p.config, seed=5)
+    t = p.target("scale")
+    bench = benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent), p.config,
+                      seed=5)
     assert bench["correct"] and list(bench["stages"]) == ["quick", "stride", "ab"]
     ab = bench["stages"]["ab"]["ab"]
     assert 2 <= ab["rounds"] <= 3 and ab["ci_low"] <= ab["ratio"] <= ab["ci_high"]
@@ -130,6 +133,16 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
         assert w["ratio_vs_parent"] > 0 and len(w["samples_us"]) == ab["rounds"]
     assert bench["cost"]["gpu_s"] > 0
     v = PairedRatioRule().decide(bench, p.config)
-    assert v["decision"] in ("keep", "revert") and v["rounds"] == ab["rounds"] and v["gpu_s"] == bench["cost"]["gpu_s"]
+    # Host timing on a loaded CPU decides nothing in particular, but the verdict must follow its own
+    # interval: keep only when the whole interval clears 1 - min_effect, revert when all of it is above 1.
+    lo, hi, min_effect = ab["ci_low"], ab["ci_high"], p.config.bench.min_effect
+    assert v["ci_low"] == lo and v["ratio"] == ab["ratio"]
+    if v["decision"] == "keep":
+        assert hi < 1 - min_effect
+    if lo > 1:
+        assert v["decision"] == "revert"
+    elif not hi < 1 - min_effect:
+        assert v["decision"] == p.config.bench.inconclusive
+    assert v["rounds"] == ab["rounds"] and v["gpu_s"] == bench["cost"]["gpu_s"]
     table = "\n".join(workload_table({"stages": bench["stages"], "skipped": []}))
     assert "ab" in table and "-" not in table.splitlines()[-1].split()[-1]  # ratio column filled

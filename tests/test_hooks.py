@@ -1,25 +1,27 @@
 """Hooks: chained with a user's own, guard experiment branches, benchmark hand-made experiments."""
 from __future__ import annotations
 
+import json
+import os
 import stat
 import subprocess
 
-from conftest import autogk, git, notes_json
+from conftest import autogk_in, git, notes_json
 
 
 def test_install_chains_an_existing_hook_and_uninstall_restores_it(project):
     hooks = project / ".git" / "hooks"
-    autogk(project, "hooks", "uninstall")
+    autogk_in(project, "hooks", "uninstall")
     mine = hooks / "post-commit"
     mine.write_text("#!/bin/sh\necho user-hook-ran >> \"$(git rev-parse --git-dir)/user-hook.log\"\n")
     mine.chmod(mine.stat().st_mode | stat.S_IXUSR)
-    out = autogk(project, "hooks", "install").stdout
+    out = autogk_in(project, "hooks", "install").stdout
     assert "now runs first" in out
     (project / "a.txt").write_text("a")
     git(project, "add", "a.txt")
     git(project, "commit", "-qm", "a")
     assert (project / ".git" / "user-hook.log").read_text() == "user-hook-ran\n"
-    autogk(project, "hooks", "uninstall")
+    autogk_in(project, "hooks", "uninstall")
     assert mine.read_text().startswith("#!/bin/sh\necho user-hook-ran")
     assert not (hooks / "post-commit.autogk-chained").exists()
 
@@ -37,13 +39,18 @@ def test_hand_made_experiment_is_benchmarked_by_the_hook_and_concluded_by_iterat
     git(project, "checkout", "-qb", "autogk/scale/0001-smaller-block")
     k = project / "kernels" / "scale" / "kernel.py"
     k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 32"))
-    git(project, "commit", "-qam", "smaller block")  # foreground hook (set by the test fixture)
+    # As a person commits by default: the hook benchmarks in the background and returns at once.
+    subprocess.run(["git", "commit", "-qam", "smaller block"], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_BENCH_HOOK_MODE": "background"})
     sha = git(project, "rev-parse", "HEAD").strip()
-    note = notes_json(project, sha)
-    assert note["experiment"] == 1 and note["agent"] == "human"
-    assert note["verdict"]["decision"] == "keep"
-    out = autogk(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert (project / ".git" / "autogk" / "bench" / f"{sha}.pid").exists()  # still benchmarking
+    # iterate right away: it waits for that benchmark (not skipping it), concludes it and counts it.
+    out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert "#0001: being benchmarked in the background" in out and "waiting for its result" in out
     assert "#0001 kept: merged into main" in out
+    assert "done: 1 experiment(s) concluded (1 left open before this run), 1 kept, 0 reverted" in out
+    note = notes_json(project, sha)
+    assert note["experiment"] == 1 and note["agent"] == "human" and note["verdict"]["decision"] == "keep"
     assert git(project, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert "BLOCK = 32" in k.read_text()
     assert git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip() == sha
@@ -53,11 +60,19 @@ def test_notes_follow_amend(project):
     git(project, "checkout", "-qb", "autogk/scale/0001-x")
     k = project / "kernels" / "scale" / "kernel.py"
     k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 128"))
-    git(project, "commit", "-qam", "bigger block")
+    # The first commit's result is written by hand (its benchmark is not the point; AUTOGK_LOOP keeps
+    # the hook out, as for the loop's own commits): the amend must copy it, then measure anew.
+    subprocess.run(["git", "commit", "-qam", "bigger block"], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_LOOP": "1"})
     old = git(project, "rev-parse", "HEAD").strip()
+    stale = {"schema": 1, "target": "scale", "experiment": 1, "commit": old, "verdict": {"decision": "keep"}}
+    git(project, "notes", "--ref", "autogk/results", "add", "-m", json.dumps(stale), old)
     git(project, "notes", "--ref", "autogk/plans", "add", "-m", "the plan", old)
     git(project, "commit", "-q", "--amend", "-m", "bigger block, reworded")
     new = git(project, "rev-parse", "HEAD").strip()
     assert new != old
     assert git(project, "notes", "--ref", "autogk/plans", "show", new).strip() == "the plan"
-    assert notes_json(project, new)["commit"] == new  # re-benchmarked by the hook after the amend
+    # Re-benchmarked by the hook after the amend: the result measured on the new commit is the one
+    # read, whatever the stale copy beside it.
+    fresh = notes_json(project, new)
+    assert fresh["commit"] == new and fresh["stages"] and fresh["verdict"]["decision"] == "keep"

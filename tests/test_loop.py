@@ -5,14 +5,18 @@ import json
 import subprocess
 import sys
 
-from conftest import autogk, git, notes_json
+from conftest import autogk, autogk_in, git, notes_json
+from review_support import copy_project, iterate_report, iterated_template
 
 
-def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
-    out = autogk(project, "iterate", "-n", "4", "--json")
-    report = json.loads(out.stdout)
+def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(template_project, tmp_path_factory, tmp_path):
+    # The session's iterated project: `autogk iterate -n 3 --json` run once, end to end, in a process
+    # of its own (review_support); this test reads what it left, on a copy with its MLflow store.
+    project = copy_project(iterated_template(template_project, tmp_path_factory), tmp_path / "proj",
+                           keep_mlruns=True)
+    report = iterate_report(project)
     exps = report["experiments"]
-    assert [e["number"] for e in exps] == [1, 2, 3, 4]
+    assert [e["number"] for e in exps] == [1, 2, 3] and report["stop_reason"] == "ran 3 experiment(s) (limit 3)"
     decisions = {e["hypothesis"]: e["decision"] for e in exps}
     # MASK False leaves the tail unwritten: the poisoned output must catch it.
     assert decisions["tune: MASK True -> False"] == "revert"
@@ -44,7 +48,7 @@ def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
     assert len(git(project, "worktree", "list").splitlines()) == 1
 
     # autogk log agrees.
-    rows = json.loads(autogk(project, "log", "--json").stdout)
+    rows = json.loads(autogk_in(project, "log", "--json").stdout)
     assert [(r["number"], r["decision"]) for r in rows] == [(e["number"], e["decision"]) for e in exps]
 
     # A separate process reading the MLflow store sees the same experiments and verdicts.
@@ -64,9 +68,10 @@ def test_iterate_keeps_and_reverts_and_leaves_a_readable_history(project):
     assert any(m.endswith(".max_abs_err") for m in metrics)  # per-workload metrics
 
 
-def test_show_prints_plan_diff_and_workloads(project):
-    autogk(project, "iterate", "-n", "1")
-    out = autogk(project, "show", "1").stdout
+def test_show_prints_plan_diff_and_workloads(template_project, tmp_path_factory, tmp_path):
+    # The session's iterated project (review_support): its #1 is the tuner's first move.
+    iterated = copy_project(iterated_template(template_project, tmp_path_factory), tmp_path / "proj")
+    out = autogk_in(iterated, "show", "1").stdout
     assert "tune: BLOCK 64 -> 128" in out
     assert "--- plan ---" in out and "--- diff ---" in out
     assert "-BLOCK = 64" in out and "+BLOCK = 128" in out
@@ -74,18 +79,15 @@ def test_show_prints_plan_diff_and_workloads(project):
     assert "no latency measured" in out
 
 
-def test_mlflow_down_keeps_the_note_and_sync_catches_up(project):
-    out = autogk(project, "iterate", "-n", "1", env={"AUTOGK_TRACKING_URI": "bogus-scheme://nowhere"})
+def test_mlflow_down_keeps_the_note_and_sync_catches_up_and_the_loop_benchmarks_its_own_commits_once(project):
+    # In background mode a hook run would leave a log; the loop's commits must not trigger one.
+    out = autogk(project, "iterate", "-n", "1", env={"AUTOGK_TRACKING_URI": "bogus-scheme://nowhere",
+                                                     "AUTOGK_BENCH_HOOK_MODE": "background"})
+    assert not (project / ".git" / "autogk" / "logs").exists()
     assert "MLflow logging failed" in out.stdout and "autogk sync" in out.stdout
     sha = git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip()
     assert notes_json(project, sha)["verdict"]["decision"] == "keep"
-    synced = json.loads(autogk(project, "sync", "--json").stdout.strip().splitlines()[-1])
+    synced = json.loads(autogk_in(project, "sync", "--json").stdout.strip().splitlines()[-1])
     assert synced == {"notes": 1, "logged": 1, "already_logged": 0}
-    again = json.loads(autogk(project, "sync", "--json").stdout.strip().splitlines()[-1])
+    again = json.loads(autogk_in(project, "sync", "--json").stdout.strip().splitlines()[-1])
     assert again == {"notes": 1, "logged": 0, "already_logged": 1}
-
-
-def test_the_loop_benchmarks_its_own_commits_once(project):
-    # In background mode a hook run would leave a log; the loop's commits must not trigger one.
-    autogk(project, "iterate", "-n", "1", env={"AUTOGK_BENCH_HOOK_MODE": "background"})
-    assert not (project / ".git" / "autogk" / "logs").exists()

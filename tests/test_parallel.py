@@ -12,7 +12,8 @@ from conftest import autogk, git, notes_json
 
 from autogk_git.record import refs
 from autogk_git.loop import experiment as ex
-from autogk_git.loop.parallel import make_slots, refresh_if_stale
+from autogk_git.loop.parallel import make_slots
+from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.project import Project
 
 NO_MLFLOW = {"AUTOGK_TRACKING_ENABLED": "false", "AUTOGK_BENCH_BACKEND": "interpret"}
@@ -40,14 +41,14 @@ def _check_history(root, exps):
     assert not list((root / ".git/autogk/worktrees").glob("*"))
 
 
-@pytest.mark.parametrize("k,n,mlflow", [(2, 3, False), (4, 4, True)])
+@pytest.mark.parametrize("k,n,mlflow", [(4, 4, True)])  # more slots than one-step moves: a rebase happens
 def test_parallel_runs_k_experiments_and_merges_only_fresh_keeps(project, k, n, mlflow):
     start = git(project, "rev-parse", "main").strip()
     env = {"AUTOGK_BENCH_BACKEND": "interpret"} if mlflow else NO_MLFLOW
     out = autogk(project, "iterate", "-n", str(n), "--parallel", str(k), "--json", env=env)
     report = json.loads(out.stdout)
     exps = report["experiments"]
-    assert len(exps) == n and report["stop_reason"] == f"ran {n} experiment(s) (-n {n})"
+    assert len(exps) == n and report["stop_reason"] == f"ran {n} experiment(s) (limit {n})"
     _check_history(project, exps)
     # The first wave ran at once: one per slot (the tuner has 3 one-step moves), all from one tip.
     wave = sorted(exps, key=lambda e: e["number"])[:min(k, 3)]
@@ -119,7 +120,7 @@ def test_a_stale_keep_left_by_a_crash_is_replayed_and_measured_again_on_resume(p
     git(project, "worktree", "add", "-q", "--detach", str(wt), tip)
     from autogk_git.loop.iterate import resume
     done = resume(Project(project), "scale", lines.append)
-    assert done == [f"#{number:04d}: keep"]
+    assert [(d["number"], d["decision"]) for d in done] == [(number, "keep")]
     assert any("replaying it there and measuring again" in ln for ln in lines)
     merges = _merges(project)[::-1]  # oldest first
     assert merges[0][1] == tip  # the first merge is #1, onto the person's commit

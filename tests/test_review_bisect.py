@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import autogk, git
+from conftest import autogk_in, git
 from review_support import copy_project, iterated_template
 
 
@@ -38,7 +38,7 @@ def test_bisect_finds_the_commit_that_broke_correctness(iterated):
     _commit(root, "comment", "kernels/scale/kernel.py", kernel.read_text() + "# a comment\n")
     before = _repo_state(root)
 
-    out = json.loads(autogk(root, "bisect", good, "main", "--json").stdout)
+    out = json.loads(autogk_in(root, "bisect", good, "main", "--json").stdout)
 
     assert out["first_bad"] == broken
     assert out["mode"] == "correctness"
@@ -52,7 +52,7 @@ def test_bisect_finds_the_commit_that_broke_correctness(iterated):
     assert 1 <= out["benchmarked"] <= 3
     noted = git(root, "notes", "--ref", "autogk/bisect", "list").split()
     assert len(noted) // 2 == out["benchmarked"]
-    again = json.loads(autogk(root, "bisect", good, "main", "--json").stdout)
+    again = json.loads(autogk_in(root, "bisect", good, "main", "--json").stdout)
     assert again["first_bad"] == broken and again["benchmarked"] == 0
 
 
@@ -80,17 +80,17 @@ def test_bisect_finds_a_slowdown_from_latencies_in_notes(project):
     git(root, "commit", "-q", "--allow-empty", "-m", "outside the kernel")  # same kernel tree as step 8
     before = _repo_state(root)
 
-    out = json.loads(autogk(root, "bisect", commits[0], "main", "--workload", a[:34] + "0a",
+    out = json.loads(autogk_in(root, "bisect", commits[0], "main", "--workload", a[:34] + "0a",
                             "--threshold", "5", "--json").stdout)
     assert out["mode"] == "timing" and out["first_bad"] == commits[6]
     assert out["benchmarked"] == 0
 
-    out = json.loads(autogk(root, "bisect", commits[0], "main", "-w", b, "--threshold", "5", "--json").stdout)
+    out = json.loads(autogk_in(root, "bisect", commits[0], "main", "-w", b, "--threshold", "5", "--json").stdout)
     assert out["first_bad"] == commits[3]
 
     # Geomean of both workloads: sqrt(1.3) = 1.140 from step 3, sqrt(1.1 * 1.3) = 1.196 from step 6.
-    out = json.loads(autogk(root, "bisect", commits[0], "main", "--threshold", "15", "--json").stdout)
+    out = json.loads(autogk_in(root, "bisect", commits[0], "main", "--threshold", "15", "--json").stdout)
     assert out["first_bad"] == commits[6]
-    out = json.loads(autogk(root, "bisect", commits[0], "main", "--threshold", "10", "--json").stdout)
+    out = json.loads(autogk_in(root, "bisect", commits[0], "main", "--threshold", "10", "--json").stdout)
     assert out["first_bad"] == commits[3]
     assert _repo_state(root) == before

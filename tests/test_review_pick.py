@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import autogk, git, notes_json
+from conftest import autogk_in, git, notes_json
 from review_support import copy_project, iterated_template
 
 
@@ -22,13 +22,13 @@ def _start(root):
 
 def test_pick_kept_and_archived_onto_another_branch(iterated):
     root = iterated
-    rows = {r["number"]: r for r in json.loads(autogk(root, "log", "--json").stdout)}
+    rows = {r["number"]: r for r in json.loads(autogk_in(root, "log", "--json").stdout)}
     kept = next(n for n, r in rows.items() if r["state"] == "kept")
     archived = next(n for n, r in rows.items() if r["state"] == "archived")
     git(root, "branch", "gpu2", _start(root))
     head_before = git(root, "rev-parse", "HEAD")
 
-    out = json.loads(autogk(root, "pick", str(kept), "--onto", "gpu2", "--json").stdout)
+    out = json.loads(autogk_in(root, "pick", str(kept), "--onto", "gpu2", "--json").stdout)
     tip = git(root, "rev-parse", "gpu2").strip()
     assert out["commit"] == tip and git(root, "rev-parse", "gpu2^").strip() == out["previous_tip"]
     assert f"cherry picked from commit {rows[kept]['commit']}" in git(root, "log", "-1", "--format=%B", tip)
@@ -37,7 +37,7 @@ def test_pick_kept_and_archived_onto_another_branch(iterated):
     assert note["kind"] == "pick" and note["picked_from"]["commit"] == rows[kept]["commit"]
     assert note["correct"] is True and out["result"]["correct"] is True
 
-    out = json.loads(autogk(root, "pick", str(archived), "--onto", "gpu2", "--json").stdout)
+    out = json.loads(autogk_in(root, "pick", str(archived), "--onto", "gpu2", "--json").stdout)
     assert out["result"]["correct"] is False  # the archived one was reverted for a reason, and still is
     assert notes_json(root, out["commit"])["verdict"]["decision"] == "revert"
     # The user's checkout never moved; no worktree was left behind.
@@ -47,7 +47,7 @@ def test_pick_kept_and_archived_onto_another_branch(iterated):
 
 def test_pick_conflict_is_reported_with_the_commands_that_resolve_it(iterated):
     root = iterated
-    rows = {r["number"]: r for r in json.loads(autogk(root, "log", "--json").stdout)}
+    rows = {r["number"]: r for r in json.loads(autogk_in(root, "log", "--json").stdout)}
     kept = next(n for n, r in rows.items() if r["state"] == "kept")
     git(root, "checkout", "-q", "-b", "other", _start(root))
     k = root / "kernels/scale/kernel.py"
@@ -55,7 +55,7 @@ def test_pick_conflict_is_reported_with_the_commands_that_resolve_it(iterated):
     git(root, "commit", "-qam", "hand-tuned block")
     tip = git(root, "rev-parse", "other")
 
-    proc = autogk(root, "pick", str(kept), "--onto", "other", check=False)
+    proc = autogk_in(root, "pick", str(kept), "--onto", "other", check=False)
     assert proc.returncode == 1
     assert "conflicts in: kernels/scale/kernel.py" in proc.stderr
     assert f"git cherry-pick -x {rows[kept]['commit']}" in proc.stderr

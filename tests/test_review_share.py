@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, REPO, autogk, git
+from conftest import BIN, autogk_in, git
 from review_support import copy_project, iterated_template, iterate_report
 
-ARTIFACTS = Path(os.environ.get("AUTOGK_TEST_ARTIFACTS", REPO / "tests" / "artifacts"))
+# Where the report and UI screenshots are kept for a person to look at: only when asked (CI sets it);
+# otherwise they stay in the test's temporary folder, so the suite never writes into the source tree.
+ARTIFACTS = Path(os.environ["AUTOGK_TEST_ARTIFACTS"]) if os.environ.get("AUTOGK_TEST_ARTIFACTS") else None
 
 
 @pytest.fixture
@@ -41,10 +43,10 @@ def test_push_clone_sync_round_trip(iterated, tmp_path):
     git(iterated, "remote", "add", "hub", str(hub))
     # The refspecs `autogk init` sets for existing remotes; sync sets them for a remote added later.
     fetch_only = {"AUTOGK_TRACKING_ENABLED": "false"}
-    out = json.loads(autogk(iterated, "sync", "--remote", "hub", "--json", env=fetch_only).stdout)
+    out = json.loads(autogk_in(iterated, "sync", "--remote", "hub", "--json", env=fetch_only).stdout)
     assert out["fetched_from"] == ["hub"]
     git(iterated, "push", "-q", "hub", "main")  # the branch; then the notes and the experiment refs:
-    autogk(iterated, "sync", "--push", "--remote", "hub", env=fetch_only)
+    autogk_in(iterated, "sync", "--push", "--remote", "hub", env=fetch_only)
     hub_refs = git(hub, "for-each-ref", "--format=%(refname)")
     assert "refs/notes/autogk/results" in hub_refs and "refs/notes/autogk/plans" in hub_refs
     assert "refs/heads/main" in hub_refs
@@ -52,39 +54,39 @@ def test_push_clone_sync_round_trip(iterated, tmp_path):
 
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(hub), str(clone))
-    assert json.loads(autogk(clone, "log", "--json").stdout) == []  # a plain clone has branches only
-    out = json.loads(autogk(clone, "sync", "--json").stdout)
+    assert json.loads(autogk_in(clone, "log", "--json").stdout) == []  # a plain clone has branches only
+    out = json.loads(autogk_in(clone, "sync", "--json").stdout)
     assert out["fetched_from"] == ["origin"] and out["logged"] == len(exps)
-    rows = json.loads(autogk(clone, "log", "--json").stdout)
+    rows = json.loads(autogk_in(clone, "log", "--json").stdout)
     assert {r["number"]: r["decision"] for r in rows} == exps
     assert mlflow_runs(clone) == exps
     # Again: nothing new to log; and a note added upstream later arrives with the next sync.
-    assert json.loads(autogk(clone, "sync", "--json").stdout)["logged"] == 0
+    assert json.loads(autogk_in(clone, "sync", "--json").stdout)["logged"] == 0
     archived = next(r for r in rows if r["state"] == "archived")
     git(iterated, "notes", "--ref", "autogk/plans", "add", "-f", "-m", "a later thought", archived["commit"])
-    autogk(iterated, "sync", "--push", "--remote", "hub", env=fetch_only)
-    autogk(clone, "sync", env=fetch_only)
+    autogk_in(iterated, "sync", "--push", "--remote", "hub", env=fetch_only)
+    autogk_in(clone, "sync", env=fetch_only)
     assert git(clone, "notes", "--ref", "autogk/plans", "show", archived["commit"]).strip() == "a later thought"
 
 
 def test_log_filters_best_show_pack_report(iterated, tmp_path):
     exps = iterate_report(iterated)["experiments"]
-    rows = json.loads(autogk(iterated, "log", "--verdict", "keep", "--json").stdout)
+    rows = json.loads(autogk_in(iterated, "log", "--verdict", "keep", "--json").stdout)
     assert [r["number"] for r in rows] == [e["number"] for e in exps if e["decision"] == "keep"]
-    assert json.loads(autogk(iterated, "log", "--since", "2h", "--json").stdout)
-    assert json.loads(autogk(iterated, "log", "--since", "2999-01-01", "--json").stdout) == []
-    assert json.loads(autogk(iterated, "log", "--state", "archived", "--json").stdout)[0]["decision"] == "revert"
-    bad = autogk(iterated, "log", "--since", "yesterday-ish", check=False)
+    assert json.loads(autogk_in(iterated, "log", "--since", "2h", "--json").stdout)
+    assert json.loads(autogk_in(iterated, "log", "--since", "2999-01-01", "--json").stdout) == []
+    assert json.loads(autogk_in(iterated, "log", "--state", "archived", "--json").stdout)[0]["decision"] == "revert"
+    bad = autogk_in(iterated, "log", "--since", "yesterday-ish", check=False)
     assert bad.returncode == 1 and "hint:" in bad.stderr
 
-    best = json.loads(autogk(iterated, "best", "--json").stdout)[0]
+    best = json.loads(autogk_in(iterated, "best", "--json").stdout)[0]
     last_kept = max(e["number"] for e in exps if e["decision"] == "keep")
     assert best["experiment"]["number"] == last_kept and "untimed" in best["basis"]
     assert git(iterated, "rev-parse", f"{best['trunk_commit']}^2").strip() == best["experiment"]["commit"]
-    assert f"#{last_kept:04d}" in autogk(iterated, "best").stdout
+    assert f"#{last_kept:04d}" in autogk_in(iterated, "best").stdout
 
     sol = tmp_path / "sol.json"
-    autogk(iterated, "pack", "-o", str(sol))
+    autogk_in(iterated, "pack", "-o", str(sol))
     check = ("import json, sys\nfrom flashinfer_bench.data import Solution\n"
              f"s = Solution.model_validate_json(open({str(sol)!r}).read())\n"
              "print(json.dumps([s.definition, s.spec.language.value, s.spec.entry_point, s.sources[0].content]))\n")
@@ -93,7 +95,7 @@ def test_log_filters_best_show_pack_report(iterated, tmp_path):
     assert (definition, lang, entry) == ("scale", "triton", "kernel.py::run")
     assert content == git(iterated, "show", f"{best['trunk_commit']}:kernels/scale/kernel.py")
 
-    out = json.loads(autogk(iterated, "report", "--out", str(tmp_path / "rep"), "--json").stdout)[0]
+    out = json.loads(autogk_in(iterated, "report", "--out", str(tmp_path / "rep"), "--json").stdout)[0]
     png, page = Path(out["png"]), Path(out["html"]).read_text()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert all(e["hypothesis"].replace(">", "&gt;") in page for e in exps)
@@ -102,8 +104,9 @@ def test_log_filters_best_show_pack_report(iterated, tmp_path):
     assert out["mlflow_run"]
     arts = list((iterated / "mlruns").rglob("report/scale.png"))
     assert arts, "the report's figure is an artifact of its MLflow run"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(png, ARTIFACTS / "review_report.png")
+    if ARTIFACTS is not None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(png, ARTIFACTS / "review_report.png")
 
 
 def _chromium() -> str | None:
@@ -140,8 +143,8 @@ def test_mlflow_ui_shows_the_runs_in_a_real_browser(template_project, tmp_path_f
         for column in ("autogk.verdict", "autogk.commit_short", "autogk.figures", "workloads_passed"):
             assert column in dom
         assert "correct 3/3, untimed" in dom       # the figures column's values
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / "review_mlflow_ui.png"
+        (ARTIFACTS or tmp_path).mkdir(parents=True, exist_ok=True)
+        shot = (ARTIFACTS or tmp_path) / "review_mlflow_ui.png"
         shot.unlink(missing_ok=True)
         subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'chrome-shot'}", f"--screenshot={shot}", url],
                        capture_output=True, timeout=180)

@@ -5,6 +5,8 @@ import json
 
 from autogk_git import tunables
 from autogk_git.agents.base import Context, Proposal
+from autogk_git.errors import AgentError
+from autogk_git.record.results import was_measured
 
 
 def _key(config: dict) -> str:
@@ -17,14 +19,19 @@ class TuneAgent:
     def propose(self, ctx: Context) -> Proposal:
         path = ctx.worktree / ctx.target.rel / "kernel.py"
         source = path.read_text()
-        decl = tunables.parse(source)
+        try:
+            decl = tunables.parse(source, strict=True, where=f"{ctx.target.rel}/kernel.py")
+        except tunables.TunableError as e:
+            raise AgentError(e.message, e.hint) from None
         if not decl:
             return Proposal("nothing to tune", "kernel.py declares no tunables "
                             "(lines like `BLOCK = 128  # autogk: tune [64, 128, 256]`).", changed=False)
         current = {n: t.value for n, t in decl.items()}
         tried = {_key(current)}
         # Every candidate and parent measured so far, and those being measured now (parallel loop).
-        for res in [*ctx.history, *getattr(ctx, "in_flight", [])]:
+        # A revert because no workload could run on the backend measured nothing: not tried.
+        measured = [r for r in ctx.history if was_measured(r)]
+        for res in [*measured, *getattr(ctx, "in_flight", [])]:
             for k in ("tunables", "parent_tunables"):
                 if res.get(k):
                     tried.add(_key(res[k]))

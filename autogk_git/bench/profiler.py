@@ -91,29 +91,23 @@ def render(report: dict, target: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile_target(project, target, rev: str | None = None, calls: int = 20) -> Path:
-    """Profile the target's kernel at rev (default: the trunk) on this machine; returns the artifact path."""
-    import subprocess
+def profile_target(project, target, sources: dict[str, str], sha: str, calls: int = 20) -> Path:
+    """Profile one kernel (its sources, as committed at sha) on this machine; returns the artifact path.
 
-    from autogk_git.bench.job import make_job
-    from autogk_git.bench.stages import sources_at
-    from autogk_git.errors import BenchError
-    from autogk_git.git import repo
-
+    The caller resolves the sources (record/kernels.sources_at): bench never reads git."""
     import os
+    import subprocess
 
     from autogk_git.bench.backends import cuda_available
     from autogk_git.bench.backends.interpret import InterpretBackend
+    from autogk_git.bench.job import make_job
+    from autogk_git.errors import BenchError
 
-    rev = rev or project.trunk
-    sha = repo.rev(project.root, rev)
-    if not sha:
-        raise BenchError(f"'{rev}' is not a commit", "pass --rev with a branch, tag or sha")
     env, workloads = dict(os.environ), target.workloads
     if not cuda_available():  # the interpreter on CPU, within its size limit
         env.update(TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
         workloads = InterpretBackend(project.config).eligible(target.definition, workloads)[0]
-    job = make_job(target, "profile", {"candidate": sources_at(project.root, target, sha)}, workloads,
+    job = make_job(target, "profile", {"candidate": sources}, workloads,
                    {}, int(sha[:8], 16))
     with tempfile.TemporaryDirectory() as d:
         jp, out = Path(d) / "job.json", Path(d) / "out.json"
@@ -139,7 +133,9 @@ def main(argv: list[str]) -> int:
         return 0
     import argparse
 
+    from autogk_git.errors import BenchError
     from autogk_git.project import Project
+    from autogk_git.record.kernels import commit_of, sources_at
 
     ap = argparse.ArgumentParser(prog="python -m autogk_git.bench.profiler", description=__doc__.splitlines()[0])
     ap.add_argument("--target")
@@ -147,7 +143,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--calls", type=int, default=20)
     a = ap.parse_args(argv)
     project = Project.find()
-    path = profile_target(project, project.target(a.target), a.rev, a.calls)
+    target = project.target(a.target)
+    # This entry point resolves the kernel through record/ (which reads git): bench never starts git.
+    rev = a.rev or project.trunk
+    sha = commit_of(project.root, rev)
+    if not sha:
+        raise BenchError(f"'{rev}' is not a commit", "pass --rev with a branch, tag or sha")
+    path = profile_target(project, target, sources_at(project.root, target, sha), sha, a.calls)
     print(path.read_text())
     print(f"written to {path}")
     return 0

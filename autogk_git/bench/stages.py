@@ -9,21 +9,14 @@ result says which workloads were checked and timed, and why any other was not.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset
 from autogk_git.bench.status import Status
-from autogk_git.git import repo
 from autogk_git.project import Target
 
 Progress = Callable[[str], None]
-
-
-def sources_at(root: Path, target: Target, rev: str) -> dict[str, str]:
-    """The target's Python files at rev: kernel.py and anything it imports beside it."""
-    files = repo.tree_files(root, rev, target.rel)
-    return {p: t for p, t in files.items() if p.endswith(".py") and p != "inputs.py"}
+Sources = dict[str, str]  # {file name beside kernel.py: text}: one kernel's files (record/kernels.sources_at)
 
 
 # Statuses that say the harness, not the kernel, failed (inputs or the reference could not be made).
@@ -59,7 +52,7 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
     return stage_res
 
 
-def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_rev: str | None,
+def benchmark(target: Target, backend, candidate: Sources, parent: Sources | None,
               config, seed: int, progress: Progress = lambda s: None) -> dict[str, Any]:
     """Run the stages for candidate (against parent where the backend times) and return them.
 
@@ -71,6 +64,8 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
       ab      (timed, with a parent) parent and candidate checked and timed, paired, on EVERY runnable
               workload;
       full    (otherwise) correctness on every runnable workload the stages above did not check.
+
+    The caller hands both kernels' sources: bench never reads git (the loop resolves them).
     """
     definition, all_wl = target.definition, target.workloads
     usable, skipped = backend.eligible(definition, all_wl)
@@ -81,7 +76,7 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
         result.update(correct=False, error="no workload can run on this backend", environment={},
                       checked_workloads=[], coverage=coverage(all_wl, usable, skipped, stages, backend.timing))
         return result
-    cand = {"candidate": sources_at(root, target, candidate_rev)}
+    cand = {"candidate": candidate}
     plan = [("quick", quick_subset(definition, usable))]
     if backend.timing:
         contest = getattr(config.bench, "objective", "geomean") == "contest"
@@ -93,8 +88,8 @@ def benchmark(root: Path, target: Target, backend, candidate_rev: str, parent_re
         correct = stages[name]["summary"]["candidate"]["correct"]
         if not correct:
             break
-    if correct and backend.timing and parent_rev:
-        sources = {"parent": sources_at(root, target, parent_rev), **cand}
+    if correct and backend.timing and parent:
+        sources = {"parent": parent, **cand}
         progress(f"ab: parent vs candidate on all {len(usable)} runnable workload(s)")
         stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed)
         correct = stages["ab"]["summary"]["candidate"]["correct"]

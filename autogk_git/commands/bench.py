@@ -25,8 +25,10 @@ def check_kernel(project: Project, target: Target, rev: str, say, backend_name: 
         raise AutogkError(f"'{rev}' is not a commit", "pass a branch, tag or sha")
     backend = get_backend(backend_name or project.config.bench.backend, project.config)
     say(f"checking {target.name} at {sha[:10]} on the {backend.name} backend")
-    res = benchmark(project.root, target, backend, sha, parent, project.config, seed=int(sha[:8], 16),
-                    progress=say)
+    from autogk_git.record.kernels import sources_at
+    parent_sources = sources_at(project.root, target, parent) if parent else None
+    res = benchmark(target, backend, sources_at(project.root, target, sha), parent_sources, project.config,
+                    seed=int(sha[:8], 16), progress=say)
     fail = first_failure(res)
     res["commit"] = sha
     n = len(res.get("checked_workloads", []))

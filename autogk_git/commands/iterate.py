@@ -42,18 +42,51 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
                       parallel=parallel)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=1))
+    else:
+        click.echo("\n" + summary(report))
+    if report.nothing_to_try:  # not a success: the user asked for experiments and none could run
+        click.echo(ways_forward(project, report.target), err=True)
+        return 1
+    if as_json:
         return 1 if report.failed else 0
-    kept = sum(e["decision"] == "keep" for e in report.experiments)
-    repeats = sum(e["decision"] == "repeat" for e in report.experiments)
-    held = sum(e["decision"] == "untimed" for e in report.experiments)
-    reverted = len(report.experiments) - kept - repeats - held
-    extra = f", {repeats} discarded as repeats" if repeats else ""
-    extra += f", {held} held untimed (correct but not timed, not merged: see `autogk log`)" if held else ""
-    cost = (f"; LLM: {report.usage.get('tokens', 0)} tokens, ${report.cost_usd:.4f}"
-            if report.usage.get("requests") else "")
-    plans = f"; {len(report.research)} research plan(s)" if report.research else ""
-    click.echo(f"\ndone: {len(report.experiments)} experiment(s), {kept} kept, {reverted} reverted{extra}{cost}"
-               f"{plans}\nstopped: {report.stop_reason}")
-    click.echo(f"look at: autogk log  |  git log --first-parent {project.trunk}  |  autogk show N  |  "
-               f"mlflow ui --backend-store-uri {project.tracking_uri()}")
+    from autogk_git.commands.init import command_name
+    cmd = command_name()
+    click.echo(f"look at: {cmd} log  |  git log --first-parent {project.trunk}  |  {cmd} show N  |  {cmd} ui")
     return 1 if report.failed else 0
+
+
+def summary(report) -> str:
+    """The end-of-run lines: every experiment this run concluded, hand-made and resumed ones included."""
+    done = report.concluded
+    kept = sum(e["decision"] == "keep" for e in done)
+    reverted = sum(e["decision"] == "revert" for e in done)
+    held = sum(e["decision"] == "untimed" for e in done)
+    invalid = sum(e["decision"] == "invalid" for e in done)
+    repeats = sum(e["decision"] == "repeat" for e in done)
+    earlier = len(done) - len(report.experiments)
+    parts = [f"done: {kept + reverted + held + invalid} experiment(s) concluded"
+             + (f" ({earlier} left open before this run)" if earlier else ""),
+             f"{kept} kept", f"{reverted} reverted"]
+    if held:
+        parts.append(f"{held} held untimed (correct, but not timed: not merged; see `autogk log --state held`)")
+    if invalid:
+        parts.append(f"{invalid} invalid (the agent reached outside the kernel: see `autogk show N`)")
+    if repeats:
+        parts.append(f"{repeats} discarded as repeats")
+    line = ", ".join(parts)
+    if report.usage.get("requests"):
+        line += f"; LLM: {report.usage.get('tokens', 0)} tokens, ${report.cost_usd:.4f}"
+    if report.research:
+        line += f"; {len(report.research)} research plan(s)"
+    return f"{line}\nstopped: {report.stop_reason}"
+
+
+def ways_forward(project: Project, target: str) -> str:
+    """What to do when the agent has nothing to try: the three ways the loop gets proposals."""
+    kernel = f"{project.target_rel(target)}/kernel.py"
+    return ("autogk: the agent proposed nothing, so no experiment ran. The loop needs one of:\n"
+            f"  1. tunables for the offline tuner: in {kernel}, mark module constants with the values to try,\n"
+            "     e.g. `BLOCK = 128  # autogk: tune [64, 128, 256]`, commit, then: autogk iterate --agent tune\n"
+            "  2. an LLM agent: export ANTHROPIC_API_KEY=..., then: autogk iterate --agent anthropic\n"
+            "  3. your own command-line agent: set [agent] command = \"...\" in .autogk.toml (e.g. \"claude -p\"),\n"
+            "     then: autogk iterate --agent command")

@@ -101,7 +101,7 @@ def judged_text(result: dict | None) -> str:
 def pack_rev(project: Project, target_name: str | None, rev: str | None, name: str | None,
              author: str | None, force: bool = False) -> tuple[dict, str, str]:
     from autogk_git import fib
-    from autogk_git.bench.stages import sources_at
+    from autogk_git.record.kernels import sources_at
 
     target = project.target(target_name)
     why = "given"

@@ -7,7 +7,6 @@ as a result note on the new commit, marked `"kind": "pick"` with where it came f
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import tempfile
 import time
@@ -16,10 +15,8 @@ from typing import Any
 
 import click
 
-from autogk_git import tunables
-from autogk_git.record import ledger
-from autogk_git.record import notes
-from autogk_git.record import refs
+from autogk_git.record import kernels, ledger, refs, summaries
+from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.git import repo
 from autogk_git.git.run import git, git_proc, identity_env
@@ -84,23 +81,15 @@ def benchmark_pick(project: Project, row: ledger.Row, new: str, old_tip: str, br
     target = project.target(row.target)
     backend = get_backend(backend_name or project.config.bench.backend, project.config)
     t0 = time.time()
-    bench = benchmark(project.root, target, backend, new, old_tip, project.config, int(new[:8], 16), progress=say)
+    cand, parent = kernels.sources_at(project.root, target, new), kernels.sources_at(project.root, target, old_tip)
+    bench = benchmark(target, backend, cand, parent, project.config, int(new[:8], 16), progress=say)
     verdict = rule_for(bench).decide(bench, project.config)
-    src = repo.show_file(project.root, new, f"{target.rel}/kernel.py") or ""
-    result = {
-        "schema": 1, "kind": "pick", "target": row.target, "experiment": row.number, "commit": new,
-        "parent": old_tip, "branch": branch, "hypothesis": f"pick #{row.number:04d} onto {branch}: {row.hypothesis}",
-        "picked_from": {"commit": row.commit, "experiment": row.number, "state": row.state,
-                        "decision": row.decision},
-        "agent": "pick", "tunables": tunables.values(src), "backend": bench["backend"], "timing": bench["timing"],
-        "timing_note": None if bench["timing"] else f"{bench['backend']} backend: correctness only, no latency measured",
-        "environment": bench.get("environment", {}), "skipped": bench.get("skipped", []),
-        "checked_workloads": bench.get("checked_workloads", []), "stages": bench["stages"],
-        "correct": bench.get("correct", False), "verdict": verdict,
-        "cost": {"bench_wall_s": round(time.time() - t0, 3)},
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    repo.write_note(project.root, refs.NOTES_RESULTS, new, notes.format_result(result))
+    result = build_result(
+        kind="pick", target=row.target, experiment=row.number, commit=new, parent=old_tip, branch=branch,
+        hypothesis=f"pick #{row.number:04d} onto {branch}: {row.hypothesis}", agent="pick", bench=bench,
+        verdict=verdict, kernel_src=cand.get("kernel.py", ""), parent_src=parent.get("kernel.py", ""), started=t0,
+        picked_from={"commit": row.commit, "experiment": row.number, "state": row.state, "decision": row.decision})
+    summaries.write_result(project.root, result)
     return result
 
 

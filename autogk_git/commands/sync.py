@@ -113,10 +113,14 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
             have = set() if full else mlflow_store.synced_commits(project, target)
             todo = [r for r in sorted(items, key=lambda r: r.get("experiment", 0)) if r["commit"] not in have]
             skipped += len(items) - len(todo)
-            for i, r in enumerate(todo, 1):
-                mlflow_store.log_result(project, r, known_new=not full)
-                logged += 1
-                say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(todo)})")
+            if full:  # update the existing runs in place, one by one
+                for i, r in enumerate(todo, 1):
+                    mlflow_store.log_result(project, r, known_new=False)
+                    say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(todo)})")
+                logged += len(todo)
+            else:
+                logged += mlflow_store.log_results(project, todo, progress=lambda i, n, r: say(
+                    f"{target}: logged up to #{r.get('experiment', 0):04d} ({i}/{n})"))
     except AutogkError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the store: say which store and the fix

@@ -8,18 +8,14 @@ finished (or cleanly discarded) by the next run. Order of a conclusion:
 """
 from __future__ import annotations
 
-import datetime as dt
-import json
-import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git import tunables
-from autogk_git.record import notes
-from autogk_git.record import refs
+from autogk_git.record import kernels, notes, refs, summaries
+from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.git import repo
 from autogk_git.git.run import git, git_proc, identity_env
@@ -122,14 +118,14 @@ def evaluate(project: Project, target_name: str, number: int, sha: str, branch: 
              agent: str | None = None, usage: dict[str, Any] | None = None, backend_name: str | None = None,
              track: bool = True) -> dict[str, Any]:
     """Benchmark an experiment commit, decide, write the result note (first), log to MLflow (second)."""
-    result = measure(project, target_name, number, sha, branch, say, agent, usage, backend_name)
+    result = assess(project, target_name, number, sha, branch, say, agent, usage, backend_name)
     record(project, result, say, track)
     return result
 
 
-def measure(project: Project, target_name: str, number: int, sha: str, branch: str | None, say: Say,
-            agent: str | None = None, usage: dict[str, Any] | None = None,
-            backend_name: str | None = None) -> dict[str, Any]:
+def assess(project: Project, target_name: str, number: int, sha: str, branch: str | None, say: Say,
+           agent: str | None = None, usage: dict[str, Any] | None = None,
+           backend_name: str | None = None) -> dict[str, Any]:
     """Benchmark an experiment commit and decide; writes nothing, so several may run at once."""
     from autogk_git.bench.backends import get_backend
     from autogk_git.bench.stages import benchmark
@@ -141,45 +137,26 @@ def measure(project: Project, target_name: str, number: int, sha: str, branch: s
     backend = get_backend(backend_name or project.config.bench.backend, project.config)
     t0 = time.time()
     seed = int(sha[:8], 16)
+    # git -> record -> loop -> bench: the loop resolves both kernels' files; bench never reads git.
+    cand_src = kernels.sources_at(project.root, target, sha)
+    parent_src = kernels.sources_at(project.root, target, parent) if parent else None
     invalid = meta["trailers"].get("Autogk-Invalid")
     if invalid:  # the agent reached outside its files: nothing it made is measured or kept
         bench = {"backend": backend.name, "timing": None, "stages": {}, "correct": False}
-        verdict = {"decision": "invalid", "rule": "confinement", "outcome": "invalid", "reason": invalid, "figures": ""}
+        verdict = {"decision": "invalid", "rule": "confinement", "outcome": "invalid", "reason": invalid,
+                   "figures": ""}
     else:
-        bench = benchmark(project.root, target, backend, sha, parent, project.config, seed, progress=say)
+        bench = benchmark(target, backend, cand_src, parent_src, project.config, seed, progress=say)
         verdict = rule_for(bench).decide(bench, project.config)
-    kernel_src = repo.show_file(project.root, sha, f"{target.rel}/kernel.py") or ""
-    parent_src = (repo.show_file(project.root, parent, f"{target.rel}/kernel.py") or "") if parent else ""
-    result = {
-        "schema": 1,
-        "target": target_name,
-        "experiment": number,
-        "commit": sha,
-        "parent": parent,
-        "branch": branch,
-        "hypothesis": meta["subject"],
-        "agent": agent or meta["trailers"].get("Autogk-Agent", "human"),
-        "tunables": tunables.values(kernel_src),
-        "parent_tunables": tunables.values(parent_src),
-        "backend": bench["backend"],
-        "timing": bench["timing"],
-        "timing_note": None if bench["timing"] else
-        f"{bench['backend']} backend: correctness only, no latency measured",
-        "environment": bench.get("environment", {}),
-        "skipped": bench.get("skipped", []),
-        "checked_workloads": bench.get("checked_workloads", []),
-        "stages": bench["stages"],
-        "correct": bench.get("correct", False),
-        "verdict": verdict,
-        "cost": {"bench_wall_s": round(time.time() - t0, 3), **bench.get("cost", {}), **(usage or {})},
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    return result
+    return build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
+                        hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
+                        bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),
+                        parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage)
 
 
 def record(project: Project, result: dict[str, Any], say: Say, track: bool = True) -> None:
     """Write the result note (the source of truth), then log to MLflow."""
-    repo.write_note(project.root, refs.NOTES_RESULTS, result["commit"], notes.format_result(result))
+    summaries.write_result(project.root, result)
     say(notes.summary_line(result))
     if track:
         log_to_tracking(project, result, say)

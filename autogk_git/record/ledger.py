@@ -1,7 +1,8 @@
 """Reading the experiment history back, in bulk: a handful of git processes however many experiments.
 
-`rows` lists every experiment (refs + result notes); `best` picks the best kept kernel of a target;
-the figure helpers read latencies and ratios out of a result note whether or not it was timed.
+`rows` lists every experiment (refs + result summaries, record/summaries.py); `best` picks the best
+kept kernel of a target; the figure helpers (record/figures.py) read latencies and ratios out of a
+result note whether or not it was timed.
 """
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from autogk_git.record import notes
-from autogk_git.record import refs
+from autogk_git.record import notes, refs, summaries
+from autogk_git.record.figures import (RATIO_KEYS, coverage_text, geomean, judged_all,  # noqa: F401 - the API
+                                      latencies, ratio_vs_parent)
 from autogk_git.git import repo
 from autogk_git.git.run import git
 
@@ -50,83 +52,10 @@ ROW_FIELDS = [f.name for f in fields(Row) if f.name != "workload_latency"]
 
 
 # ------------------------------------------------------------------------------------------------
-# Figures out of one result note (timed or not)
-# ------------------------------------------------------------------------------------------------
-
-def _num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def geomean(values: list[float]) -> float | None:
-    vals = [v for v in values if _num(v) and v > 0]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
-
-
-def latencies(result: dict[str, Any], label: str = "candidate") -> dict[str, float]:
-    """{workload uuid: latency_us} of one label, from the most paired stage that has any."""
-    stages = result.get("stages") or {}
-    for name in ("ab", "stride", *stages):
-        wls = ((stages.get(name) or {}).get("workloads") or {}).get(label) or {}
-        lat = {u: float(w["latency_us"]) for u, w in wls.items() if _num(w.get("latency_us"))}
-        if lat:
-            return lat
-    return {}
-
-
-RATIO_KEYS = ("geomean_ratio", "ratio", "ratio_geomean", "ratio_median")
-
-
-def ratio_vs_parent(result: dict[str, Any]) -> float | None:
-    """Candidate/parent geomean latency ratio: the verdict's figure when it has one, else computed."""
-    v = result.get("verdict") or {}
-    for k in RATIO_KEYS:
-        if _num(v.get(k)):
-            return float(v[k])
-    ab = (((result.get("stages") or {}).get("ab") or {}).get("workloads") or {}).get("candidate") or {}
-    r = geomean([w.get("ratio_vs_parent") for w in ab.values()])
-    if r is not None:
-        return r
-    cand, par = latencies(result), latencies(result, "parent")
-    common = [u for u in cand if u in par and par[u] > 0]
-    return geomean([cand[u] / par[u] for u in common]) if common else None
-
-
-# ------------------------------------------------------------------------------------------------
 # Every experiment
 # ------------------------------------------------------------------------------------------------
 
-CACHE_VERSION = 3
-
-
-def judged_all(res: dict[str, Any]) -> bool:
-    """Whether a result judged its kernel on every workload of the target (checked, and timed where timed).
-
-    Read from the verdict's coverage (loop/verdict.py); a result from before coverage was recorded
-    judged at most a subset, so it does not count."""
-    cov = (res.get("verdict") or {}).get("coverage") or {}
-    return bool(cov.get("complete")) and bool(res.get("correct"))
-
-
-def coverage_text(res: dict[str, Any]) -> str:
-    cov = (res.get("verdict") or {}).get("coverage") or {}
-    if not cov:
-        return "coverage not recorded (an older result)"
-    text = f"{cov.get('checked', 0)} of {cov.get('total', 0)} workloads checked"
-    if "timed" in cov:
-        text += f", {cov['timed']} timed"
-    return text
-
-
-def summarize(res: dict[str, Any]) -> dict[str, Any]:
-    """The part of a result note that listing needs (what the summary cache holds per note blob)."""
-    v = res.get("verdict") or {}
-    lat = latencies(res)
-    return {"decision": v.get("decision", "pending"), "hypothesis": res.get("hypothesis") or "",
-            "figures": v.get("figures", ""), "reason": v.get("reason", ""), "agent": res.get("agent", ""),
-            "backend": res.get("backend", ""), "created": res.get("created") or "", "parent": res.get("parent") or "",
-            "timed": bool(res.get("timing")), "latency_us": geomean(list(lat.values())),
-            "ratio": ratio_vs_parent(res), "lat": lat, "judged_all": judged_all(res),
-            "coverage": coverage_text(res)}
+CACHE_VERSION = 4
 
 
 def _cache_path(root) -> Path:
@@ -157,37 +86,45 @@ def _save_cache(path: Path, cache: dict[str, Any]) -> None:
 
 
 def notes_index(root) -> dict[str, dict[str, Any]]:
-    """{annotated commit: summary of its result note}, reading only what the cache does not hold.
+    """{annotated commit: summary of its result note}.
 
-    The cache (in the git directory) maps note blob shas to summaries: blobs are content-addressed,
-    so an entry never goes stale. The commit -> blob map is reused while the notes ref has not moved.
+    The summaries written beside each result (record/summaries.py) answer first: a few kilobytes per
+    hundred experiments. A result without a valid summary (written before summaries existed, or
+    rewritten since) is read in full once and its digest kept in a cache in the git directory, keyed
+    by note blob and commit: blobs are content-addressed, so an entry never goes stale. The commit ->
+    blob map is reused while the results ref has not moved.
     """
     path, cache = _load_cache(root)
-    tip = repo.rev(root, refs.NOTES_RESULTS)
+    tips = dict(repo.for_each_ref(root, refs.NOTES_RESULTS, refs.NOTES_SUMMARIES))  # both in one process
+    tip = tips.get(refs.NOTES_RESULTS)
     if tip is None:
         return {}
     dirty = False
     if cache.get("notes_tip") == tip and isinstance(cache.get("map"), dict):
         nmap = cache["map"]
     else:
-        nmap = repo.notes_map(root, refs.NOTES_RESULTS)
+        out = git("notes", "--ref", refs.NOTES_RESULTS, "list", cwd=root)
+        nmap = {commit: blob for blob, commit in (line.split() for line in out.splitlines() if line)}
         cache.update(notes_tip=tip, map=nmap)
         dirty = True
+    short = summaries.read(root, nmap) if tips.get(refs.NOTES_SUMMARIES) else {}
     known = cache["notes"]
     # Keyed by blob and commit: a note copied onto another commit (amend, rebase) holds a result
     # measured elsewhere, and notes.parse_result counts only the one measured on that commit.
-    need = {f"{b}:{c}": (b, c) for c, b in nmap.items() if f"{b}:{c}" not in known}
+    need = {f"{b}:{c}": (b, c) for c, b in nmap.items() if c not in short and f"{b}:{c}" not in known}
     if need:
         blobs = repo.cat_blobs(root, sorted({b for b, _ in need.values()}))
         for key, (b, c) in need.items():
             res = notes.parse_result(blobs[b].decode(errors="replace"), c) if b in blobs else None
-            known[key] = summarize(res) if res else None
+            known[key] = summaries.digest(res) if res else None
         dirty = True
     if dirty:
-        live = {f"{b}:{c}" for c, b in nmap.items()}
+        live = {f"{b}:{c}" for c, b in nmap.items() if c not in short}
         cache["notes"] = {k: v for k, v in known.items() if k in live}  # forget notes rewritten since
         _save_cache(path, cache)
-    return {c: known[f"{b}:{c}"] for c, b in nmap.items() if known.get(f"{b}:{c}")}
+    out = {c: known.get(f"{b}:{c}") for c, b in nmap.items() if c not in short}
+    out.update(short)
+    return {c: d for c, d in out.items() if d}
 
 
 def rows(root, target: str | None = None, with_results: bool = False) -> list[Row] | tuple[list[Row], dict]:

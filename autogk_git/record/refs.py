@@ -6,6 +6,7 @@
     refs/autogk/untimed/<target>/<NNNN>        a correct experiment an untimed backend (CPU) could not
                                                time: held, not merged, until a timed backend judges it
     refs/notes/autogk/results                  result notes (JSON after one human line)
+    refs/notes/autogk/summaries                a compact summary beside each result note (record/summaries.py)
     refs/notes/autogk/plans                    plan notes (markdown)
     refs/notes/autogk/bisect                   measurements made by `autogk bisect`, reused by the next
 
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 NOTES_RESULTS = "refs/notes/autogk/results"
+NOTES_SUMMARIES = "refs/notes/autogk/summaries"
 NOTES_PLANS = "refs/notes/autogk/plans"
 NOTES_BISECT = "refs/notes/autogk/bisect"
 NOTES_PREFIX = "refs/notes/autogk/"

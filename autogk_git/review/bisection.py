@@ -17,7 +17,6 @@ bisected, and the report says so.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import statistics
 import sys
@@ -26,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git.record import ledger
-from autogk_git.record import notes
-from autogk_git.record import refs
+from autogk_git.record import kernels, ledger, notes, refs
+from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError
 from autogk_git.git import repo
 from autogk_git.git.run import git, git_proc
@@ -37,21 +35,8 @@ GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 Say = Callable[[str], None]
 
 
-def trees(root: Path, commits: list[str], path: str) -> dict[str, str]:
-    """{commit: tree sha of path at commit} for many commits in one process (absent ones left out)."""
-    if not commits:
-        return {}
-    text = git("cat-file", "--batch-check", cwd=root, input="".join(f"{c}:{path}\n" for c in commits))
-    out = {}
-    for c, line in zip(commits, text.splitlines()):
-        parts = line.split()
-        if len(parts) >= 2 and parts[1] == "tree":
-            out[c] = parts[0]
-    return out
-
-
 @dataclass
-class Measure:
+class Facts:
     """What is known about one kernel tree."""
 
     correct: bool | None = None
@@ -67,11 +52,11 @@ class Measure:
         return {"correct": self.correct, "why": self.why, "latencies": self.latencies, "sources": self.sources}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Measure":
+    def from_dict(cls, d: dict[str, Any]) -> "Facts":
         return cls(d.get("correct"), d.get("why", ""), d.get("latencies", {}), d.get("sources", []))
 
 
-def _add(m: Measure, result: dict[str, Any], label: str, source: str) -> None:
+def _add(m: Facts, result: dict[str, Any], label: str, source: str) -> None:
     if label == "candidate" and "correct" in result:
         ok = bool(result["correct"])
         if m.correct is None or not ok:
@@ -83,25 +68,25 @@ def _add(m: Measure, result: dict[str, Any], label: str, source: str) -> None:
     m.sources.append(source)
 
 
-def known(root: Path, target: str, path: str, extra_commits: list[str]) -> dict[str, Measure]:
-    """{target tree: Measure} from every result note and bisect note (a few git processes)."""
+def known(root: Path, target: str, path: str, extra_commits: list[str]) -> dict[str, Facts]:
+    """{target tree: Facts} from every result note and bisect note (a few git processes)."""
     results = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()}
     results = {c: r for c, r in results.items() if r and r.get("target") == target}
     marks = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_BISECT).items()}
     marks = {c: r for c, r in marks.items() if r and r.get("target") == target}
     parents = {c: r["parent"] for c, r in results.items() if r.get("parent")}
-    tmap = trees(root, sorted({*results, *marks, *parents.values(), *extra_commits}), path)
-    table: dict[str, Measure] = {}
+    tmap = kernels.trees(root, sorted({*results, *marks, *parents.values(), *extra_commits}), path)
+    table: dict[str, Facts] = {}
     for c, r in results.items():
         if c in tmap:
             tag = f"result note on {c[:10]} (#{r.get('experiment', 0):04d})"
-            _add(table.setdefault(tmap[c], Measure()), r, "candidate", tag)
+            _add(table.setdefault(tmap[c], Facts()), r, "candidate", tag)
         p = parents.get(c)
         if p in tmap and ledger.latencies(r, "parent"):
-            _add(table.setdefault(tmap[p], Measure()), r, "parent", f"parent timing in the note on {c[:10]}")
+            _add(table.setdefault(tmap[p], Facts()), r, "parent", f"parent timing in the note on {c[:10]}")
     for c, r in marks.items():
         if c in tmap:
-            _add(table.setdefault(tmap[c], Measure()), r, "candidate", f"bisect note on {c[:10]}")
+            _add(table.setdefault(tmap[c], Facts()), r, "candidate", f"bisect note on {c[:10]}")
     return table
 
 
@@ -109,13 +94,13 @@ def known(root: Path, target: str, path: str, extra_commits: list[str]) -> dict[
 # Judging one commit
 # ------------------------------------------------------------------------------------------------
 
-def measure(root: Path, target_name: str, commit: str, tree: str | None, state: dict[str, Any],
-            say: Say) -> Measure:
+def facts_for(root: Path, target_name: str, commit: str, tree: str | None, state: dict[str, Any],
+            say: Say) -> Facts:
     """What the notes know about commit's kernel, or a fresh benchmark of it (recorded as a bisect note)."""
-    table = {k: Measure.from_dict(v) for k, v in state["table"].items()}
+    table = {k: Facts.from_dict(v) for k, v in state["table"].items()}
     for line in _journal(state):  # measured earlier in this bisect
-        if line.get("tree") and line.get("measure"):
-            table.setdefault(line["tree"], Measure.from_dict(line["measure"]))
+        if line.get("tree") and line.get("facts"):
+            table.setdefault(line["tree"], Facts.from_dict(line["facts"]))
     m = table.get(tree) if tree else None
     timed_needed = state["mode"] == "timing"
     if m is not None and (m.correct is False or (m.latency() if timed_needed else m.correct is not None)):
@@ -129,24 +114,24 @@ def measure(root: Path, target_name: str, commit: str, tree: str | None, state: 
     target = project.target(target_name)
     backend = get_backend(state["backend"], project.config)
     if timed_needed and not backend.timing:
-        return m or Measure(None, f"no latency in the notes and the {backend.name} backend does not time")
+        return m or Facts(None, f"no latency in the notes and the {backend.name} backend does not time")
     say(f"benchmarking {commit[:10]} on the {backend.name} backend")
-    bench = benchmark(root, target, backend, commit, None, project.config, seed=int(commit[:8], 16), progress=say)
+    src = kernels.sources_at(root, target, commit)
+    bench = benchmark(target, backend, src, None, project.config, seed=int(commit[:8], 16), progress=say)
     fail = first_failure(bench)
-    record = {"schema": 1, "kind": "bisect", "target": target_name, "commit": commit, "backend": bench["backend"],
-              "timing": bench["timing"], "correct": bool(bench.get("correct")) and not bench.get("error"),
-              "why": bench.get("error") or (f"{fail[2][:300]} (workload {fail[1][:8]}, {fail[0]})" if fail else ""),
-              "stages": bench["stages"], "environment": bench.get("environment", {}),
-              "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    record = build_result(
+        kind="bisect", target=target_name, commit=commit, parent=None, bench=bench, verdict=None,
+        kernel_src=src.get("kernel.py", ""), correct=bool(bench.get("correct")) and not bench.get("error"),
+        why=bench.get("error") or (f"{fail[2][:300]} (workload {fail[1][:8]}, {fail[0]})" if fail else ""))
     line = (f"autogk bisect {target_name}: {commit[:10]} "
             f"{'correct' if record['correct'] else 'INCORRECT'} on the {bench['backend']} backend")
     repo.write_note(root, refs.NOTES_BISECT, commit, line + "\n\n" + json.dumps(record, indent=1, sort_keys=True) + "\n")
-    fresh = Measure(fresh=True)
+    fresh = Facts(fresh=True)
     _add(fresh, record, "candidate", f"benchmarked {commit[:10]} on {bench['backend']}")
     return fresh
 
 
-def pick_latency(m: Measure, base: dict[str, float], workload: str | None) -> tuple[float | None, str]:
+def pick_latency(m: Facts, base: dict[str, float], workload: str | None) -> tuple[float | None, str]:
     """(ratio of m to the baseline, what it covers) on one workload, or the geomean of the common ones."""
     lat = m.latency()
     if workload:
@@ -164,11 +149,11 @@ def pick_latency(m: Measure, base: dict[str, float], workload: str | None) -> tu
 
 def judge(root: Path, commit: str, state: dict[str, Any], say: Say) -> dict[str, Any]:
     target = state["target"]
-    tree = trees(root, [commit], state["path"]).get(commit)
+    tree = kernels.trees(root, [commit], state["path"]).get(commit)
     if tree is None:
         return {"commit": commit, "verdict": "skip", "code": SKIP, "why": f"no {state['path']} in this commit"}
-    m = measure(root, target, commit, tree, state, say)
-    out = {"commit": commit, "tree": tree, "measure": m.as_dict(), "benchmarked": m.fresh,
+    m = facts_for(root, target, commit, tree, state, say)
+    out = {"commit": commit, "tree": tree, "facts": m.as_dict(), "benchmarked": m.fresh,
            "source": "; ".join(m.sources[:2]) or "unknown"}
     if m.correct is False:
         return {**out, "verdict": "bad", "code": BAD, "why": f"incorrect: {m.why}"[:400]}
@@ -250,8 +235,8 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
     timing_backend = get_backend(backend_name, project.config).timing
     path = project.target_rel(target)
     table = known(root, target, path, [g, b, *line])
-    g_tree = trees(root, [g], path).get(g)
-    base_m = table.get(g_tree, Measure()) if g_tree else Measure()
+    g_tree = kernels.trees(root, [g], path).get(g)
+    base_m = table.get(g_tree, Facts()) if g_tree else Facts()
     threshold = (threshold_pct if threshold_pct is not None else 5.0) / 100.0
     mode = "timing" if (base_m.latency() or timing_backend) else "correctness"
     if threshold_pct is not None and mode == "correctness":
@@ -265,7 +250,7 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
         state_path.write_text(json.dumps(state))
         base_fresh = False
         if mode == "timing":
-            base = measure(root, target, g, g_tree, state, say)
+            base = facts_for(root, target, g, g_tree, state, say)
             if not base.latency():
                 raise AutogkError(f"no latency for GOOD ({good}): {base.why}",
                                   "bisect on a GPU backend (--backend local or modal), or drop --threshold")

@@ -1,0 +1,165 @@
+"""One experiment step, the same for the serial and the parallel scheduler.
+
+    open_experiment   branch from the trunk tip, let the agent change the kernel, refuse a kernel
+                      already measured (or in flight), commit, write the plan note
+    (ex.assess)       benchmark and decide: the scheduler runs it inline or on a thread
+    finish            write the result note, replay a keep whose trunk moved, merge or archive, log
+
+`Limits` holds the stop conditions both schedulers check before opening an experiment, and
+`LoopReport` what a run did, for the end-of-run summary.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autogk_git import tunables
+from autogk_git.agents.base import Context
+from autogk_git.errors import AutogkError
+from autogk_git.git.run import git
+from autogk_git.loop import experiment as ex
+from autogk_git.loop.replay import refresh_if_stale
+from autogk_git.project import Project, Target
+from autogk_git.record import kernels, refs
+
+
+@dataclass
+class LoopReport:
+    target: str
+    experiments: list[dict[str, Any]] = field(default_factory=list)   # opened and concluded by this run
+    resumed: list[dict[str, Any]] = field(default_factory=list)       # left open before (a crash, a hand commit)
+    stop_reason: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)    # the loop run's LLM usage and cost, summed
+    research: list[dict[str, Any]] = field(default_factory=list)  # plans written during the run
+    failed: bool = False                                   # stopped by an agent error, not a budget
+    nothing_to_try: bool = False                           # the agent proposed nothing at all this run
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self.usage.get("cost_usd", 0.0))
+
+    @property
+    def concluded(self) -> list[dict[str, Any]]:
+        """Every experiment this run concluded: resumed ones (hand-made too) and its own."""
+        return [e for e in self.resumed if e.get("decision") in ("keep", "revert", "untimed", "invalid")] + self.experiments
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "experiments": self.experiments, "resumed": self.resumed,
+                "stop_reason": self.stop_reason, "usage": self.usage, "cost_usd": round(self.cost_usd, 6),
+                "research": self.research, "failed": self.failed, "nothing_to_try": self.nothing_to_try}
+
+
+@dataclass
+class Limits:
+    """The stop conditions of a run: -n, --max-time, --budget-usd (0: none)."""
+
+    n: int = 0
+    max_time_s: float = 0.0
+    budget_usd: float = 0.0
+    t0: float = field(default_factory=time.monotonic)
+
+    def reached(self, started: int, cost_usd: float) -> str | None:
+        """Why no further experiment may start, or None."""
+        if self.n and started >= self.n:
+            return f"ran {started} experiment(s) (limit {self.n})"
+        if self.max_time_s and time.monotonic() - self.t0 >= self.max_time_s:
+            return f"time limit of {self.max_time_s:.0f} s reached after {started} experiment(s)"
+        if self.budget_usd and cost_usd >= self.budget_usd:
+            return f"budget of ${self.budget_usd:.2f} spent (${cost_usd:.4f}) after {started} experiment(s)"
+        return None
+
+
+@dataclass
+class Opened:
+    """An experiment the agent proposed: committed (sha set), or refused as a repeat (repeat_of set)."""
+
+    number: int
+    sha: str | None
+    branch: str | None
+    base: str
+    hypothesis: str
+    agent: str
+    usage: dict[str, Any]
+    tunables: dict[str, Any] = field(default_factory=dict)
+    repeat_of: int | None = None
+    started: float = field(default_factory=time.time)
+
+    def in_flight(self) -> dict[str, Any]:
+        """What an agent (and the plan counter) may know of it while it is measured."""
+        return {"experiment": self.number, "commit": self.sha, "hypothesis": self.hypothesis,
+                "tunables": self.tunables}
+
+    def repeat_outcome(self) -> dict[str, Any]:
+        return {"number": self.number, "commit": None, "hypothesis": self.hypothesis, "decision": "repeat",
+                "reason": f"repeats the kernel of #{self.repeat_of:04d}", "outcome": "discarded"}
+
+
+def staged_tree(wt: Path, rel: str) -> str | None:
+    """The tree the target's folder would have if the worktree were committed now."""
+    git("add", "-A", "--", rel, cwd=wt)
+    try:
+        return git("write-tree", f"--prefix={rel}/", cwd=wt).strip() or None
+    except AutogkError:
+        return None
+
+
+def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=None,
+                    in_flight: list[Opened] = (), where: str = "") -> Opened | None:
+    """Branch from the trunk tip, let the agent change it, commit. None when the agent has nothing left.
+
+    A proposal that repeats a kernel already measured (or being measured) is discarded unbenchmarked:
+    it comes back with `repeat_of` set and no commit."""
+    base = ex.ensure_trunk(project, say)
+    number = ex.next_number(project, target.name)
+    wt, branch = ex.open_worktree(project, target.name, number, base)
+    say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt}{where})")
+    history = ex.results(project, target.name)
+    adir = project.artifact_dir(target.name)
+    ctx = Context(worktree=wt, target=target.at(wt), number=number, history=history, config=project.config,
+                  plan=plan.text if plan else None, plan_id=plan.commit if plan else None,
+                  artifacts={"workloads": adir / "workloads.md", "profile": adir / "profile.md"}, say=say,
+                  in_flight=[o.in_flight() for o in in_flight])
+    wip = refs.ExperimentRef(target.name, number, "wip")
+    proposal = ex.propose(project, agent, ctx, wip, say)
+    if proposal is None:
+        return None
+    tree = staged_tree(wt, target.rel)
+    seen = kernels.tried(project.root, target.rel, history,
+                         also={o.number: o.sha for o in in_flight if o.sha}).get(tree or "")
+    if seen is not None and not proposal.invalid:  # an invalid proposal is recorded, never discarded
+        ex.close_branch(project, wip, say)
+        say(f"#{number:04d}: '{proposal.hypothesis}' repeats the kernel of #{seen:04d}; discarded unbenchmarked")
+        return Opened(number, None, None, base, proposal.hypothesis, agent.name, proposal.usage, repeat_of=seen)
+    extra = {"Autogk-Plan": plan.commit} if plan else None
+    try:
+        sha, branch = ex.commit_change(project, wt, ctx.target, number, branch, proposal.hypothesis,
+                                       proposal.rationale, agent.name, base, extra_trailers=extra,
+                                       invalid=proposal.invalid)
+    except AutogkError:
+        ex.close_branch(project, wip, say)
+        raise
+    ex.write_plan(project, sha, proposal.rationale)
+    say(f"#{number:04d}: committed {sha[:10]} on {branch}: {proposal.hypothesis}")
+    src = kernels.kernel_source(project.root, target, sha)
+    return Opened(number, sha, branch, base, proposal.hypothesis, agent.name, proposal.usage,
+                  tunables.values(src))
+
+
+def finish(project: Project, target: str, run: Opened, result: dict[str, Any], say: ex.Say,
+           measure_project: Project | None = None, others: list[Opened] = ()) -> dict[str, Any]:
+    """Record, refresh a stale keep, conclude, log. Called in the loop's thread only.
+
+    The result note is written first (the source of truth); MLflow gets the final result once."""
+    ex.record(project, result, say, track=False)
+    sha, result = refresh_if_stale(project, target, run.number, run.branch, run.sha, result, say,
+                                   measure_project=measure_project, track=False,
+                                   in_flight={o.number: o.sha for o in others if o.sha})
+    branch = result.get("branch") or run.branch
+    outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
+    ex.log_to_tracking(project, result, say)
+    return {"number": run.number, "commit": sha, "hypothesis": run.hypothesis,
+            "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"],
+            "outcome": outcome, "rebased_from": (result.get("rebased") or {}).get("from_commit"),
+            "bench_s": round(time.time() - run.started, 3)}
