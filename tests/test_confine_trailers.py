@@ -6,7 +6,7 @@ import os
 from conftest import git
 
 from autogk_git.git import repo
-from autogk_git.loop.parallel import replay_onto
+from autogk_git.loop.replay import replay_onto
 from autogk_git.project import Project
 
 KERNEL = "kernels/scale/kernel.py"

@@ -111,7 +111,7 @@ def test_a_harness_error_is_reverted_not_kept(project):
     git(project, "commit", "-qam", "a broken reference")
     out = json.loads(autogk(project, "iterate", "-n", "1", "--json", env=FAST).stdout)
     (e,) = out["experiments"]
-    assert e["decision"] == "revert" and e["reason"].startswith("harness error: REFERENCE_ERROR"), e
+    assert e["decision"] == "revert" and e["reason"].startswith("harness error: HARNESS_ERROR"), e
     assert "reference broke" in e["reason"]
     refused = autogk(project, "pack", "refs/autogk/archive/scale/0001", "-o", "-", check=False)
     assert refused.returncode == 1 and "reverted (archived)" in refused.stderr

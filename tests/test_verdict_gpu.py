@@ -50,6 +50,7 @@ def test_a_slowdown_on_the_largest_workload_hidden_by_the_geomean_is_reverted(tm
     from autogk_git.bench.backends import local
     from autogk_git.bench.stages import benchmark
     from autogk_git.loop.verdict import PairedRatioRule
+    from autogk_git.record import kernels
     from autogk_git.project import Project
 
     monkeypatch.setenv(local.LOCK_DIR_ENV, str(tmp_path / "locks"))
@@ -77,7 +78,9 @@ def test_a_slowdown_on_the_largest_workload_hidden_by_the_geomean_is_reverted(tm
 
     p = Project(root)
     backend = local.LocalBackend(p.config)
-    bench = benchmark(p.root, p.target("scale"), backend, cand, parent, p.config, seed=11)
+    t = p.target("scale")
+    bench = benchmark(t, backend, kernels.sources_at(p.root, t, cand), kernels.sources_at(p.root, t, parent),
+                      p.config, seed=11)
     assert bench["correct"] and list(bench["stages"]) == ["quick", "stride", "ab"]
     assert bench["coverage"]["timed"] == len(SIZES)  # every workload timed, not only the stride subset
     v = PairedRatioRule().decide(bench, p.config)

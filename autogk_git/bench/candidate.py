@@ -78,10 +78,13 @@ def main(argv: list[str]) -> int:
         if op == "exit":
             return 0
         if op == "call":
-            _, inputs, outs = msg
-            held = (inputs, outs)  # noqa: F841 - kept alive on purpose
+            _, inputs, outs, snaps = msg
+            held = (inputs, outs, snaps)  # noqa: F841 - kept alive on purpose
             try:
                 ret = run(*inputs, *outs)
+                if snaps is not None:  # what a consumer on the caller's stream reads, in that stream's order
+                    for s, o in zip(snaps, outs):
+                        s.copy_(o)
                 W.stream_wait(device)
             except BaseException as e:  # noqa: BLE001 - the kernel's failure, reported as data
                 conn.send(("error", W.classify(e), W.short_tb(e)))

@@ -38,10 +38,20 @@ def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, str]],
-              workloads: list[dict[str, Any]], config, seed: int) -> dict[str, Any]:
+              workloads: list[dict[str, Any]], config, seed: int,
+              progress: Progress | None = None) -> dict[str, Any]:
     t0 = time.time()
     job = make_job(target, stage, sources, workloads, settings_for(config), seed)
-    out = backend.run(job, config.bench.timeout_s)
+    if progress is not None and getattr(backend, "reports_progress", False):
+        total = len(workloads) * len(sources)
+        done = [0]
+
+        def on_progress(label: str, uuid: str, status: str, elapsed_s: float) -> None:
+            done[0] += 1
+            progress(f"  {stage} {done[0]}/{total}: {label} on {uuid[:8]}: {status} ({elapsed_s:.1f} s)")
+        out = backend.run(job, config.bench.timeout_s, on_progress=on_progress)
+    else:
+        out = backend.run(job, config.bench.timeout_s)
     stage_res = {"workloads": {label: w for label, w in out["labels"].items()},
                  "environment": out["environment"], "attempts": out["attempts"],
                  "elapsed_s": round(time.time() - t0, 3)}
@@ -84,21 +94,21 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
     correct = True
     for name, wls in plan:
         progress(f"{name}: {len(wls)} workload(s) on {backend.name}")
-        stages[name] = run_stage(backend, target, name, cand, wls, config, seed)
+        stages[name] = run_stage(backend, target, name, cand, wls, config, seed, progress)
         correct = stages[name]["summary"]["candidate"]["correct"]
         if not correct:
             break
     if correct and backend.timing and parent:
         sources = {"parent": parent, **cand}
         progress(f"ab: parent vs candidate on all {len(usable)} runnable workload(s)")
-        stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed)
+        stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed, progress)
         correct = stages["ab"]["summary"]["candidate"]["correct"]
     elif correct:
         seen = _checked(stages)
         rest = [w for w in usable if w["uuid"] not in seen]
         if rest:
             progress(f"full: the other {len(rest)} runnable workload(s) on {backend.name}")
-            stages["full"] = run_stage(backend, target, "full", cand, rest, config, seed)
+            stages["full"] = run_stage(backend, target, "full", cand, rest, config, seed, progress)
             correct = stages["full"]["summary"]["candidate"]["correct"]
     result["correct"] = correct
     gpu_s = sum(s.get("gpu_s", 0.0) for s in stages.values())

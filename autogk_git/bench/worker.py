@@ -266,16 +266,21 @@ def is_dps_return(returned, outs: list) -> bool:
                and g.dtype == o.dtype for g, o in zip(got, outs))
 
 
-def invoke(run, inputs: list, outs: list, device: str) -> None:
-    """One call of a destination-passing kernel; returns once its outputs are ready in stream order."""
+def invoke(run, inputs: list, outs: list, device: str) -> list:
+    """One call of a destination-passing kernel; returns the outputs as its caller's stream sees them.
+
+    For a kernel in its own process on a GPU that is a snapshot copied on the caller's stream right
+    after run() returns: work the kernel left on another stream lands in `outs` later, but never in
+    what is judged (waiting for the caller's stream from here could not stop such work finishing first).
+    """
     if isinstance(run, RemoteKernel):
-        run.call(inputs, outs)
-        return
+        return run.call(inputs, outs)
     returned = run(*inputs, *outs)
     stream_wait(device)
     if not is_dps_return(returned, outs):
         raise KernelFailure(Status.NOT_DESTINATION_PASSING,
                             f"run() returned a {type(returned).__name__} instead of writing its outputs: {DPS_HINT}")
+    return outs
 
 
 def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, device: str,
@@ -289,9 +294,9 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
     else:
         poison(outs, poison_seed)
     saved = [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    invoke(run, inputs, outs, device)
+    seen = invoke(run, inputs, outs, device)
     check_inputs(definition, inputs, saved)
-    return check_outputs(definition, outs, ref_out, tolerances, inputs, axes)
+    return check_outputs(definition, seen, ref_out, tolerances, inputs, axes)
 
 
 def poison(outs: list, poison_seed: int) -> None:
@@ -571,14 +576,17 @@ class RemoteKernel:
 
     # -- requests ----------------------------------------------------------------------------------
 
-    def call(self, inputs: list, outs: list) -> None:
+    def call(self, inputs: list, outs: list) -> list:
+        """Run the kernel once; returns what its caller's stream saw (see invoke)."""
         self.ensure()
-        reply = self._send(("call", inputs, outs), "running the kernel")
+        snaps = [torch.empty_like(o) for o in outs] if self.device.startswith("cuda") else None
+        reply = self._send(("call", inputs, outs, snaps), "running the kernel")
         if reply[0] == "not_dps":
             raise KernelFailure(Status.NOT_DESTINATION_PASSING,
                                 f"run() returned a {reply[1]} instead of writing its outputs: {DPS_HINT}")
         if reply[0] == "error":
             raise KernelFailure(Status(reply[1]), reply[2])
+        return snaps if snaps is not None else outs
 
     def time(self, sets: list, outs: list, warm: list, warm_outs: list, method: str, settings: dict) -> dict:
         self.ensure()

@@ -213,7 +213,7 @@ class Outcome:
 def _counts(steps: list[dict[str, Any]]) -> tuple[int, int]:
     """(commits benchmarked, commits answered from notes), each commit counted once."""
     fresh = {s["commit"] for s in steps if s.get("benchmarked")}
-    noted = {s["commit"] for s in steps if (s.get("measure") or {}).get("sources")} - fresh
+    noted = {s["commit"] for s in steps if (s.get("facts") or {}).get("sources")} - fresh
     return len(fresh), len(noted)
 
 
@@ -224,7 +224,10 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
     for name, sha in ((good, g), (bad, b)):
         if not sha:
             raise AutogkError(f"'{name}' is not a commit", "pass two trunk revisions: autogk bisect GOOD BAD")
-    if not repo.is_ancestor(root, g, b) or g == b:
+    if g == b:  # e.g. a trunk that has not moved yet (on CPU, correct experiments are held, not merged)
+        return Outcome(None, "none", [], 0, 0, f"GOOD ({good}) and BAD ({bad}) are the same commit: nothing to "
+                       "bisect until the trunk moves past GOOD")
+    if not repo.is_ancestor(root, g, b):
         raise AutogkError(f"GOOD ({good}) is not an ancestor of BAD ({bad})",
                           f"pick GOOD from `git log --first-parent {bad}`")
     line = [c for c in git("rev-list", "--first-parent", f"{g}..{b}", cwd=root).split() if c]
