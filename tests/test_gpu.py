@@ -1,6 +1,6 @@
 """On a CUDA GPU: the local backend end to end (subprocess worker, lock, crash recovery, ab stage).
 
-Skipped without CUDA; run on the device machine with `python -m pytest -q -m gpu tests/test_gpu.py`.
+Skipped without CUDA; run on the device machine with `python -m pytest -q -o addopts= -m gpu tests/test_gpu.py`.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """On a CUDA GPU: the judge reads outputs in the caller's stream order, cross-checks device time with
 the caller stream's elapsed time, and clears persisting L2 before timing.
 
-    python -m pytest -q -m gpu tests/test_judge_gpu.py
+    python -m pytest -q -o addopts= -m gpu tests/test_judge_gpu.py
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """On a CUDA GPU: a candidate faster on most workloads but slower on the largest is reverted by the
 per-workload guard, though the geometric mean over all workloads alone would keep it.
 
-Skipped without CUDA; run on the device machine with `python -m pytest -q -m gpu tests/test_verdict_gpu.py`.
+Skipped without CUDA; run on the device machine with `python -m pytest -q -o addopts= -m gpu tests/test_verdict_gpu.py`.
 """
 from __future__ import annotations
 
