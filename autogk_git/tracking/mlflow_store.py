@@ -268,6 +268,18 @@ def synced_commits(project, target: str) -> set[str]:
             return seen
 
 
+def _side_experiment(client, project, target: str, kind: str) -> str:
+    """The id of `autogk/<target>/<kind>` (reports, loops): records that are not experiments live beside
+    the target's experiment, so its runs table lists experiments only. Created on first use."""
+    name = experiment_name(target) + "/" + kind
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    art = project.artifact_root() / target / kind
+    art.mkdir(parents=True, exist_ok=True)
+    return client.create_experiment(name, artifact_location=art.as_uri(), tags={"autogk.target": target})
+
+
 def log_report(project, target: str, files: list[Path], summary: dict[str, float]) -> str:
     """Log a report's files as artifacts of one `report` run; returns its id.
 
@@ -277,14 +289,7 @@ def log_report(project, target: str, files: list[Path], summary: dict[str, float
     from mlflow.entities import Metric, RunTag
 
     client = _client(project)
-    name = experiment_name(target) + "/reports"
-    exp = client.get_experiment_by_name(name)
-    if exp is None:
-        art = project.artifact_root() / target / "reports"
-        art.mkdir(parents=True, exist_ok=True)
-        exp_id = client.create_experiment(name, artifact_location=art.as_uri(), tags={"autogk.target": target})
-    else:
-        exp_id = exp.experiment_id
+    exp_id = _side_experiment(client, project, target, "reports")
     runs = client.search_runs([exp_id], filter_string="tags.`autogk.kind` = 'report'", max_results=1)
     if runs:
         run_id = runs[0].info.run_id
@@ -322,14 +327,7 @@ def log_loop(project, report: dict[str, Any], started: float, agent: str) -> str
 
     client = _client(project)
     target = report["target"]
-    name = experiment_name(target) + "/loops"
-    exp = client.get_experiment_by_name(name)
-    if exp is None:
-        art = project.artifact_root() / target / "loops"
-        art.mkdir(parents=True, exist_ok=True)
-        exp_id = client.create_experiment(name, artifact_location=art.as_uri(), tags={"autogk.target": target})
-    else:
-        exp_id = exp.experiment_id
+    exp_id = _side_experiment(client, project, target, "loops")
     exps = report.get("experiments", [])
     counts = {"experiments": len(exps), "kept": sum(e.get("decision") == "keep" for e in exps),
               "reverted": sum(e.get("decision") == "revert" for e in exps),
