@@ -96,7 +96,7 @@ class CpuTimedBackend:
     def eligible(self, definition, workloads):
         return list(workloads), []
 
-    def run(self, job, timeout_s):
+    def run(self, job, timeout_s, on_progress=None):
         import os
         from autogk_git.bench import runner
         job = dict(job, settings={**job["settings"], "timed": True, "device": "cpu", "reps": 2, "warmup": 1,

@@ -42,16 +42,15 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
               progress: Progress | None = None) -> dict[str, Any]:
     t0 = time.time()
     job = make_job(target, stage, sources, workloads, settings_for(config), seed)
-    if progress is not None and getattr(backend, "reports_progress", False):
+    on_progress = None
+    if progress is not None:
         total = len(workloads) * len(sources)
         done = [0]
 
         def on_progress(label: str, uuid: str, status: str, elapsed_s: float) -> None:
             done[0] += 1
             progress(f"  {stage} {done[0]}/{total}: {label} on {uuid[:8]}: {status} ({elapsed_s:.1f} s)")
-        out = backend.run(job, config.bench.timeout_s, on_progress=on_progress)
-    else:
-        out = backend.run(job, config.bench.timeout_s)
+    out = backend.run(job, config.bench.timeout_s, on_progress=on_progress)
     stage_res = {"workloads": {label: w for label, w in out["labels"].items()},
                  "environment": out["environment"], "attempts": out["attempts"],
                  "elapsed_s": round(time.time() - t0, 3)}

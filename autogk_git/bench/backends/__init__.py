@@ -14,8 +14,11 @@ class Backend(Protocol):
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(workloads this backend can run, skipped ones with the reason)."""
 
-    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Run a prepared job; returns runner.run_worker's result."""
+    def run(self, job: dict[str, Any], timeout_s: float, on_progress=None) -> dict[str, Any]:
+        """Run a prepared job; returns runner.run_worker's result.
+
+        on_progress(label, uuid, status, elapsed_s), when given, is called as each (kernel, workload)
+        gets its status, where the backend can see that happen (a remote one reports at the end)."""
 
 
 def cuda_available() -> bool:

@@ -27,8 +27,6 @@ class InterpretBackend:
                 keep.append(wl)
         return keep, skipped
 
-    reports_progress = True  # run() takes on_progress(label, uuid, status, elapsed_s)
-
     def run(self, job: dict[str, Any], timeout_s: float,
             on_progress: runner.OnProgress | None = None) -> dict[str, Any]:
         job = dict(job, settings=dict(job["settings"], device="cpu"))

@@ -109,8 +109,6 @@ class LocalBackend:
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         return list(workloads), []
 
-    reports_progress = True  # run() takes on_progress(label, uuid, status, elapsed_s)
-
     def run(self, job: dict[str, Any], timeout_s: float,
             on_progress: runner.OnProgress | None = None) -> dict[str, Any]:
         if not self.gpus:

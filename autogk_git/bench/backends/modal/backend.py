@@ -130,7 +130,7 @@ class ModalBackend:
             h.update(hashlib.sha256(files[rel].read_bytes()).digest())
         return modal_app.upload_blobs(self.config, files, h.hexdigest()[:16])
 
-    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def run(self, job: dict[str, Any], timeout_s: float, on_progress=None) -> dict[str, Any]:
         preflight(self.config)
         from autogk_git.bench.backends.modal import app as modal_app
         modal_app.connect(self.config)
@@ -142,4 +142,9 @@ class ModalBackend:
         out["gpu"] = f"modal:{self.config.modal.gpu}"
         env = out.setdefault("environment", {})
         env["modal"] = {"app": self.config.modal.app, "gpu_requested": self.config.modal.gpu}
+        if on_progress is not None:  # the container's progress stays there: report each status on return
+            elapsed = out["gpu_s"]
+            for label, wls in out.get("labels", {}).items():
+                for uuid, rec in wls.items():
+                    on_progress(label, uuid, rec.get("status", ""), elapsed)
         return out
