@@ -179,6 +179,20 @@ def count_git(cmd: list[str], cwd: Path, env: dict, tmp: Path) -> int:
     return len(log.read_text().splitlines())
 
 
+def time_sync(root: Path, env: dict) -> tuple[int, float, float]:
+    """(notes logged, wall seconds of `sync` into a fresh store, wall seconds of a second sync that finds
+    nothing new)."""
+    t = time.perf_counter()
+    proc = subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    logged = json.loads(proc.stdout.strip().splitlines()[-1])["logged"]
+    t = time.perf_counter()
+    subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True, check=True)
+    return logged, wall, time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
@@ -220,17 +234,9 @@ def main() -> None:
                                 "best": count_git(AUTOGK + ["best"], root, env, tmp)}
         print(f"git processes: {res['git_processes']}", flush=True)
         if args.sync_full:
-            t = time.perf_counter()
-            proc = subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True,
-                                  text=True)
-            wall = time.perf_counter() - t
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr)
-            logged = json.loads(proc.stdout.strip().splitlines()[-1])["logged"]
-            t = time.perf_counter()
-            subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=root, env=env, capture_output=True, check=True)
+            logged, wall, again = time_sync(root, env)
             res["sync_full"] = {"notes": args.n, "logged": logged, "wall_s": round(wall, 1),
-                                "resync_s": round(time.perf_counter() - t, 1)}
+                                "resync_s": round(again, 1)}
             print(f"sync of all {args.n} notes into a fresh store: {wall:.1f} s (measured); "
                   f"again: {res['sync_full']['resync_s']} s", flush=True)
         samples = [int(s) for s in args.sync_samples.split(",") if s]
@@ -238,17 +244,7 @@ def main() -> None:
         for k in samples:
             sroot = tmp / f"sync{k}"
             build(sroot, k, args.workloads, args.rounds, seed=k)
-            t = time.perf_counter()
-            proc = subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=sroot, env=env, capture_output=True,
-                                  text=True)
-            wall = time.perf_counter() - t
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr)
-            logged = json.loads(proc.stdout.strip().splitlines()[-1])["logged"]
-            t = time.perf_counter()
-            subprocess.run(AUTOGK + ["sync", "--no-fetch", "--json"], cwd=sroot, env=env, capture_output=True,
-                           check=True)
-            again = time.perf_counter() - t
+            logged, wall, again = time_sync(sroot, env)
             res["sync"].append({"notes": k, "logged": logged, "wall_s": round(wall, 2), "resync_s": round(again, 2)})
             print(f"sync of {k} notes into a fresh store: {wall:.1f} s; again (nothing new): {again:.1f} s", flush=True)
         if len(res["sync"]) >= 2 and not args.sync_full:  # a fit only where the full sync was not measured
