@@ -132,3 +132,43 @@ def test_floor_bytes_counts_outputs_and_inputs_or_only_integers_when_gathering()
               "outputs": {"out": {"shape": ["k", "d"], "dtype": "float32"}}}
     nb, rule = W.floor_bytes(gather, {"n": 1000, "d": 4, "k": 2})
     assert nb == 2 * 4 * 4 + 2 * 4 and "integer" in rule
+
+
+def wrong_on_big(x, bias, scale, out):
+    torch.add(x * scale, bias, out=out)
+    if x.numel() >= 4096:  # the largest workload only
+        out.mul_(1.5)
+
+
+def counting(fn):
+    calls = [0]
+
+    def run(*a):
+        calls[0] += 1
+        fn(*a)
+    run.calls = calls
+    return run
+
+
+def test_an_ab_job_screens_the_candidate_first_and_stops_there_when_it_fails():
+    big = max(WLS, key=lambda w: w["axes"]["n"])
+    small = min(WLS, key=lambda w: w["axes"]["n"])
+    parent = counting(honest)
+    j = job("ab", workloads=WLS, screen=[small["uuid"], big["uuid"]], parent_light=True)
+    recs, s, _ = run_inprocess(j, {"parent": parent, "candidate": wrong_on_big})
+    assert recs[f"candidate:{big['uuid']}"]["status"] == "INCORRECT_NUMERICAL"
+    assert recs[f"candidate:{small['uuid']}"]["status"] == "PASSED"
+    rest = [k for k in recs if k not in (f"candidate:{big['uuid']}", f"candidate:{small['uuid']}")]
+    assert len(rest) == 2 * len(WLS) - 2 and {recs[k]["status"] for k in rest} == {"NOT_RUN"}
+    assert all("failed the screen" in recs[k]["message"] for k in rest)
+    assert parent.calls[0] == 0 and s["rounds"] == 0 and s["stopped"] == "screen failed"
+
+
+def test_a_screened_ab_job_checks_every_workload_and_the_parent_on_one_input_set():
+    parent, cand = counting(honest), counting(honest)
+    j = job("ab", workloads=WLS[:2], screen=[WLS[0]["uuid"]], parent_light=True, min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": parent, "candidate": cand})
+    assert {r["status"] for r in recs.values()} == {"PASSED"} and len(recs) == 4 and s["rounds"] == 2
+    # timed calls: warm-up + reps + host-latency calls per round, the same for both labels; the
+    # correctness calls differ: the parent is called once per workload, the candidate trials + 2 times.
+    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2) - 1)

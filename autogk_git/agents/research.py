@@ -8,7 +8,7 @@ target read it and link to it with an `Autogk-Plan: <that commit>` trailer; a ne
 Triggers (each configurable in `[research]`), counted over the experiments since the last plan:
     wall      the last `wall` experiments were all incorrect;
     plateau   the last `plateau` experiments' figures lie within `plateau_tol` of each other. The figure is
-              the geometric mean of the candidate's latency over the stride stage's workloads. Untimed
+              the geometric mean of the candidate's latency over its timed workloads (ab, else stride). Untimed
               backends (the CPU interpreter) have no figure: there a plateau is `plateau` experiments in a
               row that did not move the trunk (none kept);
     repeat    a proposal repeated a kernel already measured (the loop discards it without benchmarking);
@@ -30,6 +30,7 @@ from typing import Any, Callable
 from autogk_git import tunables
 from autogk_git.record import notes
 from autogk_git.record import refs
+from autogk_git.record.figures import latencies
 from autogk_git.agents import prompts
 from autogk_git.git import repo
 
@@ -93,12 +94,11 @@ def pending(root, target: str, history: list[dict[str, Any]], follow: int,
 # ------------------------------------------------------------------------------------------------
 
 def figure(result: dict[str, Any]) -> float | None:
-    """The experiment's speed figure: geomean candidate latency (us) over the stride stage; None untimed."""
+    """The experiment's speed figure: geomean candidate latency (us) over its most paired timed stage
+    (ab, else stride); None untimed."""
     if not result.get("timing"):
         return None
-    stage = (result.get("stages") or {}).get("stride") or {}
-    lat = [w.get("latency_us") for w in (stage.get("workloads") or {}).get("candidate", {}).values()]
-    lat = [x for x in lat if isinstance(x, (int, float)) and x > 0]
+    lat = [x for x in latencies(result).values() if x > 0]
     if not lat:
         return None
     return math.exp(sum(math.log(x) for x in lat) / len(lat))

@@ -37,6 +37,14 @@ def _sibling(name: str):
     return importlib.import_module(f"autogk_git.bench.{name}")
 
 
+def _on(stream):
+    """Run the block with `stream` as the current CUDA stream (no stream on CPU: nothing to do)."""
+    import contextlib
+
+    import torch
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+
 def main(argv: list[str]) -> int:
     fd, kdir, label, device = int(argv[0]), Path(argv[1]), argv[2], argv[3]
     mem = int(argv[4]) if len(argv) > 4 else 0
@@ -68,6 +76,10 @@ def main(argv: list[str]) -> int:
         conn.send(("load_error", W.Status.COMPILE_ERROR, W.short_tb(e)))
         return 0
     conn.send(("ready",))
+    # The caller's stream: one of torch's pool streams, never the legacy default stream, which on some
+    # builds orders itself after every other blocking stream and so would wait for work the kernel
+    # left on a side stream (a consumer on a real caller's stream would not).
+    caller = torch.cuda.Stream(device) if device.startswith("cuda") else None
     held = None  # the last call's tensors: kept alive so the same judge buffers keep the same address here
     while True:
         try:
@@ -81,11 +93,14 @@ def main(argv: list[str]) -> int:
             _, inputs, outs, snaps = msg
             held = (inputs, outs, snaps)  # noqa: F841 - kept alive on purpose
             try:
-                ret = run(*inputs, *outs)
-                if snaps is not None:  # what a consumer on the caller's stream reads, in that stream's order
-                    for s, o in zip(snaps, outs):
-                        s.copy_(o)
-                W.stream_wait(device)
+                with _on(caller):
+                    if caller is not None:
+                        caller.wait_stream(torch.cuda.default_stream(device))  # inputs and poison written
+                    ret = run(*inputs, *outs)
+                    if snaps is not None:  # what a consumer on the caller's stream reads, in that stream's order
+                        for s, o in zip(snaps, outs):
+                            s.copy_(o)
+                    W.stream_wait(device)
             except BaseException as e:  # noqa: BLE001 - the kernel's failure, reported as data
                 conn.send(("error", W.classify(e), W.short_tb(e)))
                 W.die_if_context_lost(e, device)
@@ -98,7 +113,10 @@ def main(argv: list[str]) -> int:
             _, sets, outs, warm, warm_outs, method, settings = msg
             try:
                 timer = W.device_timer(method) if timing is not None else W.HostTimer()
-                t = W.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device)
+                with _on(caller):
+                    if caller is not None:
+                        caller.wait_stream(torch.cuda.default_stream(device))
+                    t = W.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device)
             except W.KernelFailure as e:
                 conn.send(("error", e.status, str(e)))
                 continue

@@ -33,15 +33,16 @@ def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
     statuses = [w["status"] for w in workloads.values()]
     passed = statuses.count(Status.PASSED.value)
     harness = sum(is_harness(s) for s in statuses)
-    return {"n": len(statuses), "passed": passed, "failed": len(statuses) - passed - harness,
-            "harness_errors": harness, "correct": passed == len(statuses)}
+    not_run = statuses.count(Status.NOT_RUN.value)
+    return {"n": len(statuses), "passed": passed, "failed": len(statuses) - passed - harness - not_run,
+            "harness_errors": harness, "not_run": not_run, "correct": passed == len(statuses)}
 
 
 def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, str]],
               workloads: list[dict[str, Any]], config, seed: int,
-              progress: Progress | None = None) -> dict[str, Any]:
+              progress: Progress | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     t0 = time.time()
-    job = make_job(target, stage, sources, workloads, settings_for(config), seed)
+    job = make_job(target, stage, sources, workloads, {**settings_for(config), **(extra or {})}, seed)
     on_progress = None
     if progress is not None:
         total = len(workloads) * len(sources)
@@ -86,9 +87,15 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
                       checked_workloads=[], coverage=coverage(all_wl, usable, skipped, stages, backend.timing))
         return result
     cand = {"candidate": candidate}
-    plan = [("quick", quick_subset(definition, usable))]
-    if backend.timing:
-        contest = getattr(config.bench, "objective", "geomean") == "contest"
+    contest = getattr(config.bench, "objective", "geomean") == "contest"
+    quick = quick_subset(definition, usable)
+    # Timed against a parent (and no reference times needed): ONE job. The judge screens the candidate
+    # on the quick workloads first and stops there if it fails; the parent, the trunk's tip judged in
+    # full when it was kept, is checked on one input set. Each separate stage would cost another
+    # judge, two kernel processes, their imports and compiles.
+    one_job = bool(backend.timing and parent and not contest)
+    plan = [] if one_job else [("quick", quick)]
+    if backend.timing and not one_job:
         plan.append(("stride", list(usable) if contest else stride_subset(usable, config.bench.stride)))
     correct = True
     for name, wls in plan:
@@ -99,8 +106,10 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
             break
     if correct and backend.timing and parent:
         sources = {"parent": parent, **cand}
-        progress(f"ab: parent vs candidate on all {len(usable)} runnable workload(s)")
-        stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed, progress)
+        extra = {"screen": [w["uuid"] for w in quick], "parent_light": True} if one_job else None
+        progress(f"ab: parent vs candidate on all {len(usable)} runnable workload(s)"
+                 + (f", the candidate screened on {len(quick)} first" if one_job else ""))
+        stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed, progress, extra)
         correct = stages["ab"]["summary"]["candidate"]["correct"]
     elif correct:
         seen = _checked(stages)
@@ -119,7 +128,8 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
 
 
 def _checked(stages: dict[str, Any]) -> set[str]:
-    return {u for s in stages.values() for u in s["workloads"].get("candidate", {})}
+    return {u for s in stages.values() for u, w in s["workloads"].get("candidate", {}).items()
+            if w.get("status") != Status.NOT_RUN.value}
 
 
 def coverage(all_wl: list[dict[str, Any]], usable: list[dict[str, Any]], skipped: list[dict[str, Any]],

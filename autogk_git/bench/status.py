@@ -30,6 +30,8 @@ class Status(str, Enum):
     """Correct, but timed faster than the bytes it must move allow: the timing cannot be real."""
     HARNESS_ERROR = "HARNESS_ERROR"
     """The harness could not make inputs or the reference's outputs: not the kernel's fault, never a pass."""
+    NOT_RUN = "NOT_RUN"
+    """Not run: the candidate already failed on a cheaper screening workload of the same job."""
     REFERENCE_ERROR = "REFERENCE_ERROR"
     """Older results' name for HARNESS_ERROR; the worker no longer writes it. Never a pass either."""
 

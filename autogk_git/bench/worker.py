@@ -700,7 +700,8 @@ def make_inputs(inputs: Inputs, wl: dict, seed: int, on_device: bool = False) ->
         raise HarnessFailure(f"could not make inputs: {short_tb(e)}") from e
 
 
-def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str) -> dict:
+def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
+                   light: bool = False) -> dict:
     """Correctness on several fresh input sets for one (kernel, workload), then two calls that catch
     kernels that remember: the last inputs again (right only once, early return on inputs seen before)
     and new values in the same buffers (a cache keyed by pointer)."""
@@ -709,7 +710,9 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
     tolerances = settings.get("tolerances", {})
     axes = resolve_axes(definition, wl)
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
-    trials = int(settings.get("trials", 3))
+    # light: one input set, no repeat calls; for an ab job's parent, the trunk's tip, which was judged
+    # in full when it was kept (its timed calls' outputs are still checked like the candidate's).
+    trials = 1 if light else int(settings.get("trials", 3))
     args, ref_out, outs = None, None, None
     for trial in range(trials):
         args = make_inputs(inputs, wl, trial_seed(job, wl_index, trial))
@@ -724,7 +727,7 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
             # by a reused address, state kept between calls) or depends on the data.
             raise relabel(e, f"on fresh input set {trial + 1} of {trials}, after earlier sets passed") from None
         stats = {k: max(stats[k], s[k]) for k in stats}
-    if settings.get("repeat_checks", True):
+    if settings.get("repeat_checks", True) and not light:
         try:
             check_once(run, args, ref_out, definition, axes, device, trials + 1, tolerances)
         except KernelFailure as e:
@@ -994,7 +997,8 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
     else:
         arm(run)
         try:
-            rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device))
+            light = label == "parent" and bool(job.get("settings", {}).get("parent_light"))
+            rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light))
         except KernelFailure as e:
             rec.update(status=e.status, message=str(e))
         except HarnessFailure as e:  # never a pass: the kernel was not judged
@@ -1006,11 +1010,48 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
     return rec
 
 
+def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only,
+                 emit) -> tuple[dict, bool]:
+    """An ab job's cheap gate: the candidate alone on the `screen` workloads (the smallest and the
+    largest) before anything else runs. Returns (their records, failed). When one failed, every
+    other record is NOT_RUN, all are emitted with the (empty) timing summary, and the job is over."""
+    screen = set(job.get("settings", {}).get("screen") or ())
+    keys = {f"candidate:{u}" for u in screen if only is None or f"candidate:{u}" in only}
+    if not keys:
+        return {}, False
+    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=False)
+    failed = [(k, r) for k, r in recs.items() if r.get("status") != Status.PASSED]
+    if not failed:
+        return recs, False
+    k0, r0 = failed[0]
+    why = f"not run: the candidate failed the screen on workload {k0.split(':', 1)[1][:8]} ({r0.get('status')})"
+    for label in kernels:
+        for wl in job["workloads"]:
+            k = f"{label}:{wl['uuid']}"
+            if k not in recs and (only is None or k in only):
+                recs[k] = {"event": "done", "label": label, "uuid": wl["uuid"], "status": Status.NOT_RUN,
+                           "message": why}
+    for rec in recs.values():
+        emit(**rec)
+    emit(event="ab", baseline="parent", workloads=[], timing_s=0.0, bandwidth_gbs=None, rounds=0,
+         stopped="screen failed", outcome="inconclusive")
+    return recs, True
+
+
 def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, only, emit) -> None:
     """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
     stage = job["stage"]
     settings = job.get("settings", {})
-    recs = check_all(kernels, job, inputs, reference, device, only, emit, emit_done=False)
+    screened: dict = {}
+    if stage == "ab" and settings.get("screen"):
+        screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit)
+        if failed:
+            return
+    rest = only
+    if screened:
+        everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
+        rest = (everything if only is None else set(only)) - set(screened)
+    recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False)}
     cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
     if stage == "ab":
         base = TimedKernel("parent", kernels.get("parent", (None, None))[0], True)

@@ -42,7 +42,7 @@ def first_failure(bench: dict[str, Any]) -> tuple[str, str, str] | None:
     for stage, res in bench.get("stages", {}).items():
         for uuid, w in (res.get("workloads", {}).get("candidate") or {}).items():
             status = w.get("status", "")
-            if status != "PASSED":
+            if status not in ("PASSED", "NOT_RUN"):  # NOT_RUN: stopped by a failure found elsewhere
                 why = f"{status}: {w.get('message', '')}"
                 return stage, uuid, (f"harness error: {why}" if is_harness(status) else why)
     return None
