@@ -660,6 +660,17 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
     return recs
 
 
+PHASES: dict[str, float] = {}
+"""Wall seconds by phase of this job (start, check, inputs, timed, verify): the ab summary's `phases`,
+so a slow experiment says where its time went."""
+
+
+def phase(name: str, since: float) -> float:
+    now = time.perf_counter()
+    PHASES[name] = PHASES.get(name, 0.0) + now - since
+    return now
+
+
 LIMITS = {"job_deadline": math.inf, "workload_s": math.inf, "job_s": math.inf}
 """Set by main(): the job's end (monotonic) and one workload's share; in-process callers keep inf."""
 
@@ -856,11 +867,13 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     checked = rng.sample(range(len(sets)), min(2, len(sets)))
     saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
+    t0 = time.perf_counter()
     if isinstance(tk.fn, RemoteKernel):
         t = tk.fn.time(sets, outs, warm_set, warm_outs, method_timer.method, settings)
     else:
         t = time_batch(tk.fn, sets, outs, warm_set, warm_outs, settings, method_timer, device)
     sync(device)
+    t0 = phase("timed", t0)
     # What the timed calls wrote is what counts: a call that skipped its work leaves poison behind.
     where = "in the timed calls"
     for k, o in enumerate(outs):
@@ -875,6 +888,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
             check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
+    phase("verify", t0)
     return t
 
 
@@ -918,8 +932,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             n = fig[u]["calls"]
             base_seed = seed * 7919 + i * 104729 + r * 1_000_003
             try:
+                t_in = time.perf_counter()
                 sets = [make_inputs(inputs, wl, base_seed + k, on_device=True) for k in range(n)]
                 warm = make_inputs(inputs, wl, base_seed + n, on_device=True)
+                phase("inputs", t_in)
             except HarnessFailure as e:
                 failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
                 continue
@@ -1042,6 +1058,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
     """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
     stage = job["stage"]
     settings = job.get("settings", {})
+    t_check = time.perf_counter()
     screened: dict = {}
     if stage == "ab" and settings.get("screen"):
         screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit)
@@ -1052,6 +1069,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
         rest = (everything if only is None else set(only)) - set(screened)
     recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False)}
+    phase("check", t_check)
     cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
     if stage == "ab":
         base = TimedKernel("parent", kernels.get("parent", (None, None))[0], True)
@@ -1119,7 +1137,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         emit(**rec)
     summary = {"event": stage if stage == "ab" else "timing", "baseline": base.label, "workloads": per_wl,
                "timing_s": round(timing_s, 3), "bandwidth_gbs": round(timer_bw / 1e9, 1) if timer_bw else None,
-               "timer": settings.get("timer", "cupti") if device.startswith("cuda") else "host"}
+               "timer": settings.get("timer", "cupti") if device.startswith("cuda") else "host",
+               "phases": {k: round(v, 3) for k, v in PHASES.items()}}
     if seq is not None:
         summary.update(seq.summary() if seq.log_ratios else {"rounds": 0, "stopped": "no data",
                                                               "outcome": "inconclusive"})
@@ -1136,6 +1155,9 @@ def _term(signum, frame) -> None:  # noqa: ARG001
     """The runner's SIGTERM (its limit) or its death (PR_SET_PDEATHSIG): end every kernel process first."""
     end_children()
     os._exit(128 + signum)
+
+
+T_START = time.perf_counter()
 
 
 def main(argv: list[str]) -> int:
@@ -1200,6 +1222,7 @@ def main(argv: list[str]) -> int:
         inputs = Inputs(job, device, gen_module)
         reference = load_reference(job["definition"])
         ready_kernels(remote)
+        phase("start", T_START)
         kernels = {label: (k, k.load_error) for label, k in remote.items()}
         if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
             run_timed(job, kernels, inputs, reference, device, only, emit)
