@@ -298,6 +298,28 @@ def load_path(name: str, path: Path):
     return mod
 
 
+def install_fake_timers(dsa) -> None:
+    """Host-clock stand-ins for dsa_bench's CUDA timers, with their signatures (a CPU test of the GPU path)."""
+    def host_median(fn, flush, reps: int) -> float:
+        ts = []
+        for _ in range(reps):
+            flush()
+            t = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t) * 1e6)
+        return statistics.median(ts)
+
+    class FakeFlush:
+        method = "none (fake timer)"
+
+        def __call__(self) -> None:
+            pass
+
+    dsa.graph_median = dsa.events_median = host_median
+    dsa.Flush = FakeFlush
+    dsa.ceilings = lambda: {"copy_bytes_per_s": 1e10, "bf16_flops": 1e11, "fp8_flops": None}
+
+
 def timing_main(job_path: Path) -> int:
     job = json.loads(job_path.read_text())
     out_path = Path(job["out"])
@@ -323,27 +345,46 @@ def timing_main(job_path: Path) -> int:
     kroot = Path(tempfile.mkdtemp(prefix="loopgpu-kernels-"))
     kernels = {}
     for label, kdir in job["kernels"].items():
-        files = {p.name: p.read_text() for p in Path(kdir).glob("*.py")}
-        kernels[label] = worker.import_kernel(f"loopgpu_{label}", files, kroot)
+        try:
+            files = {str(p.relative_to(kdir)): p.read_text() for p in Path(kdir).rglob("*.py")}
+            kernels[label] = worker.import_kernel(f"loopgpu_{label}", files, kroot)
+        except Exception as e:  # noqa: BLE001 - a kernel that cannot be imported: said on every row
+            state["errors"].append(f"kernel {label} could not be imported: {short_error(e)}")
+            state[f"import_error_{label}"] = short_error(e)
     state["env"] = worker.environment(device)
+    # timed: the GPU path. fake_timer (tests on a CPU only): the same path with dsa_bench's timers and
+    # ceilings replaced by host-clock stand-ins, so everything but the CUDA calls themselves runs.
+    fake = bool(job.get("fake_timer"))
+    timed = gpu or fake
     dsa = None
     ceil = None
-    if gpu:
+    flush = None
+    if timed:
         dsa = load_path("loopgpu_dsa_bench", BENCH_DIR / "dsa_bench.py")
-        ceil = dsa.ceilings()
+        if fake:
+            install_fake_timers(dsa)
+        try:
+            ceil = dsa.ceilings()
+        except Exception as e:  # noqa: BLE001 - fall back to the H200 figures of ../shared/device.md, said so
+            state["errors"].append(f"ceilings not measured: {short_error(e)}")
+            ceil = {"copy_bytes_per_s": 4.245e12, "bf16_flops": 791e12, "fp8_flops": 1455e12,
+                    "note": "not measured here: the H200 figures of 2026-11-30"}
         flush = dsa.Flush()
         state.update(ceilings=ceil, flush=dsa.Flush.method,
                      kernel_timer=f"CUDA-graph replay of one call, median of {job['reps']}, L2 flush before each",
                      reference_timer="CUDA events around the Python call after the L2 flush (host-inclusive), "
                                      "median; reps capped by budget")
-        torch.cuda.synchronize()
+        if fake:
+            state["kernel_timer"] = state["reference_timer"] = "FAKE host-clock stand-ins (a test of the script)"
+        if gpu:
+            torch.cuda.synchronize()
     else:
         state.update(kernel_timer="host wall of one interpreted call (CPU smoke: not a kernel latency)",
                      reference_timer="host wall of the reference's check call (CPU smoke)")
     dsa_key = None
     if dsa is not None:
-        dsa_key = {v: k for k, v in dsa.TARGETS.items()}.get(definition.get("name", ""))
-        dsa_key = dsa_key or {v: k for k, v in dsa.TARGETS.items()}.get(job["target"])
+        names = {v: k for k, v in dsa.TARGETS.items()}
+        dsa_key = names.get(definition.get("name", "")) or names.get(job["target"])
     state["setup_s"] = round(time.monotonic() - t_start, 2)
     save()
     ref_spent = 0.0
@@ -357,7 +398,7 @@ def timing_main(job_path: Path) -> int:
             save()
             continue
         axes = worker.resolve_axes(definition, wl)
-        if not gpu:
+        if not gpu:  # the interpreter: only what [bench] cpu_max_numel lets the loop run too
             numel = sum(math.prod(worker.shape_of(s, axes) or [1]) for s in definition["inputs"].values())
             if numel > job["cpu_max_numel"]:
                 rec["skipped"] = f"{numel} input elements > cpu_max_numel {job['cpu_max_numel']} (CPU smoke)"
@@ -385,22 +426,23 @@ def timing_main(job_path: Path) -> int:
                 stats = worker.check_once(mod.run, args, ref_out, definition, axes, device, 0, {})
                 r.update(correct=True, max_abs_err=stats["max_abs_err"], check_s=round(time.perf_counter() - t1, 3))
                 outs_of[label] = worker.alloc_outputs(definition, axes, device, 0)
-                if not gpu:
+                if not timed:
                     r["host_us"] = (time.perf_counter() - t1) * 1e6
             except Exception as e:  # noqa: BLE001 - a wrong or failing kernel: recorded, not timed
                 r.update(correct=False, error=short_error(e))
-        if gpu:
+        if timed:
             for label, outs in outs_of.items():
                 r = rec[label]
                 run = kernels[label].run
                 try:
-                    r["graph_us"] = dsa.graph_median(lambda run=run, outs=outs: run(*args, *outs), flush, job["reps"])
+                    r["graph_us"] = dsa.graph_median(lambda run=run, outs=outs, a=args: run(*a, *outs), flush, job["reps"])
                     r["method"] = "graph"
                 except Exception as e:  # noqa: BLE001 - no graph (a host sync in run()): events instead, said so
                     r["graph_error"] = short_error(e)[:400]
                     try:
-                        torch.cuda.synchronize()
-                        r["graph_us"] = dsa.events_median(lambda run=run, outs=outs: run(*args, *outs), flush,
+                        if gpu:
+                            torch.cuda.synchronize()
+                        r["graph_us"] = dsa.events_median(lambda run=run, outs=outs, a=args: run(*a, *outs), flush,
                                                           job["reps"])
                         r["method"] = "events (graph capture failed)"
                     except Exception as e2:  # noqa: BLE001
@@ -416,7 +458,7 @@ def timing_main(job_path: Path) -> int:
                 try:
                     t1 = time.perf_counter()
                     with torch.no_grad():
-                        rec["reference_us"] = dsa.events_median(lambda: reference(*args), flush, reps)
+                        rec["reference_us"] = dsa.events_median(lambda a=args: reference(*a), flush, reps)
                     ref_spent += time.perf_counter() - t1
                     rec["reference_reps"] = reps
                 except Exception as e:  # noqa: BLE001
@@ -464,7 +506,7 @@ def axes_str(axes: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items()) or "-"
 
 
-def compare_rows(timing: dict[str, Any], ag: dict[str, Any], gpu: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per workload: independent vs autogk figures, agreement, slowdowns; and the summary."""
     rows = []
     for t in timing.get("rows", []):
@@ -472,8 +514,8 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any], gpu: bool) -> tuple
         s, b = t.get("start") or {}, t.get("best") or {}
         r: dict[str, Any] = {"uuid": u, "axes": t.get("axes", {}), "reference_us": t.get("reference_us"),
                              "reference_reps": t.get("reference_reps"),
-                             "start_us": s.get("graph_us") if gpu else s.get("host_us"),
-                             "best_us": b.get("graph_us") if gpu else b.get("host_us"),
+                             "start_us": s.get("graph_us", s.get("host_us")),
+                             "best_us": b.get("graph_us", b.get("host_us")),
                              "start_correct": s.get("correct"), "best_correct": b.get("correct"),
                              "autogk_start_us": ag["start"].get(u), "autogk_best_us": ag["best"].get(u),
                              "floor_us": t.get("floor_us"),
@@ -504,6 +546,8 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any], gpu: bool) -> tuple
                          "rule": f"|independent best/start / autogk best/start - 1| <= {AGREE:.0%} where the "
                                  f"kernel takes >= {AGREE_MIN_US:g} us"}
     summ["best_slower_than_start_independent"] = [axes_str(r["axes"]) for r in rows if r.get("best_slower_independent")]
+    summ["best_slower_than_start_independent_ge_10us"] = [
+        axes_str(r["axes"]) for r in rows if r.get("best_slower_independent") and r.get("agreement_applies")]
     summ["best_slower_than_start_autogk"] = [axes_str(r["axes"]) for r in rows if r.get("best_slower_autogk")]
     for k in ("start", "best"):
         sp = [r[f"{k}_speedup"] for r in rows if r.get(f"{k}_speedup")]
@@ -605,7 +649,8 @@ def markdown(res: dict[str, Any]) -> str:
                   f"{ag.get('agree')} of {ag.get('workloads_checked')}"
                   + (f"; disagree: {'; '.join(ag['disagree'])}" if ag.get("disagree") else ""),
               f"- best slower than start beyond {SLOWER:.0%} (independent): "
-              f"{'; '.join(s.get('best_slower_than_start_independent') or []) or 'none'}; "
+              f"{'; '.join(s.get('best_slower_than_start_independent') or []) or 'none'} (of those >= "
+              f"{AGREE_MIN_US:g} us: {'; '.join(s.get('best_slower_than_start_independent_ge_10us') or []) or 'none'}); "
               f"(autogk): {'; '.join(s.get('best_slower_than_start_autogk') or []) or 'none'}",
               f"- geomean best/start: independent {fnum(s.get('geomean_ratio_independent'), '{:.4f}')}, autogk "
               f"{fnum(s.get('geomean_ratio_autogk'), '{:.4f}')}; summed latency start {fnum(s.get('total_us_start'), '{:,.1f}')} "
@@ -619,6 +664,13 @@ def markdown(res: dict[str, Any]) -> str:
             L += [f"- independent timing: {t.get('total_s')} s in all ({t.get('setup_s')} s setup: imports, ceilings)"]
     if res.get("report_png"):
         L += ["", "## Report", "", f"![report]({Path(res['report_png']).name})  (`{res['report_png']}`)"]
+    if res.get("bundle"):
+        name = Path(res["bundle"]).name
+        L += ["", f"The project (trunk, experiments, result notes) is in `{name}`; to look at it again, e.g. "
+                  "`autogk report` where matplotlib is installed:", "",
+              f"    git init p && cd p && git fetch --update-head-ok ../{name} '+refs/*:refs/*' && git reset -q --hard "
+              f"{(res.get('best') or {}).get('trunk', 'main')}",
+              "    PYTHONPATH=REPO AUTOGK_TRACKING_ENABLED=0 python -m autogk_git report --no-mlflow --out ."]
     bj = res.get("best_json")
     if bj is not None:
         L += ["", "`autogk best --json`:", "", "```json", json.dumps(bj, indent=1)[:6000], "```"]
@@ -641,6 +693,7 @@ def main() -> int:
     ap.add_argument("--timing-budget-s", type=float, default=75.0,
                     help="no new workload is timed after this many seconds of the timing loop")
     ap.add_argument("--timing-job", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--fake-timer", action="store_true", help=argparse.SUPPRESS)  # CPU test of the GPU path
     args = ap.parse_args()
     if args.timing_job:
         return timing_main(args.timing_job)
@@ -754,7 +807,7 @@ def main() -> int:
         else:
             best_commit = git_out(root, "rev-parse", trunk)
             what = "the trunk's tip (`autogk best` names no experiment: " + b.get("basis", "nothing kept") + ")"
-        info = {"start_commit": start, "best_commit": best_commit, "best_what": what, "basis": b.get("basis"),
+        info = {"trunk": trunk, "start_commit": start, "best_commit": best_commit, "best_what": what, "basis": b.get("basis"),
                 "speedup_vs_start": b.get("speedup_vs_start"), "best_number": exp["number"] if exp else None,
                 "best_trunk_commit": b.get("trunk_commit")}
         kd = out / f"kernels_{tgt}"
@@ -765,6 +818,7 @@ def main() -> int:
             shutil.rmtree(d, ignore_errors=True)
             d.mkdir(parents=True)
             for name, text in files[label].items():
+                (d / name).parent.mkdir(parents=True, exist_ok=True)
                 (d / name).write_text(text)
         info["same_kernel"] = files["start"] == files["best"]
         info["kernel_dirs"] = {k: str(kd / k) for k in files}
@@ -797,7 +851,8 @@ def main() -> int:
         job = {"target": tgt, "target_dir": str(project.target(tgt).dir), "kernels": b["kernel_dirs"],
                "device": "cuda" if gpu else "cpu", "out": str(out / f"timing_{tgt}.json"), "reps": args.reps,
                "ref_reps": args.ref_reps, "ref_wl_s": args.ref_wl_s, "ref_total_s": args.ref_total_s,
-               "budget_s": args.timing_budget_s, "cpu_max_numel": project.config.bench.cpu_max_numel}
+               "budget_s": args.timing_budget_s, "cpu_max_numel": project.config.bench.cpu_max_numel,
+               "fake_timer": args.fake_timer}
         jp = out / f"timing_job_{tgt}.json"
         jp.write_text(json.dumps(job, indent=1))
         env = cli_env()
@@ -811,7 +866,7 @@ def main() -> int:
         res["timing"] = {k: v for k, v in timing_state.items() if k != "rows"}
         res["timing"]["rc"] = r["rc"]
         ag = state.get("ag") or {"start": {}, "best": {}}
-        rows, summ = compare_rows(timing_state, ag, gpu)
+        rows, summ = compare_rows(timing_state, ag)
         res["workloads"], res["summary"] = rows, summ
         if r["rc"] or not timing_state.get("done"):
             raise RuntimeError(f"the timing child ended with rc {r['rc']}, done={timing_state.get('done')}: "
@@ -834,6 +889,15 @@ def main() -> int:
         res["report_summary"] = [x.get("summary") for x in found]
 
     step("report", report)
+
+    def bundle() -> None:
+        # Every ref (trunk, experiment branches, result notes): the project can be rebuilt elsewhere, e.g. to
+        # run `autogk report` on a machine with matplotlib (see the markdown's last lines).
+        dest = out / f"project_{tgt}.bundle"
+        git_out(root, "bundle", "create", str(dest), "--all")
+        res["bundle"] = str(dest)
+
+    step("bundle", bundle)
     write()
     say(f"wrote {md_path}, {json_path} ({res['wall_s']:.0f} s; errors: {', '.join(res['errors']) or 'none'})")
     print(md_path.read_text(), flush=True)
