@@ -692,6 +692,14 @@ def main() -> int:
     ap.add_argument("--ref-total-s", type=float, default=25.0, help="reference budget over all workloads (s)")
     ap.add_argument("--timing-budget-s", type=float, default=75.0,
                     help="no new workload is timed after this many seconds of the timing loop")
+    ap.add_argument("--wall-limit", type=float, default=0.0,
+                    help="the whole run ends within this many seconds (iterate is cut short to leave room for the "
+                         "timing and the report); 0: no such limit")
+    ap.add_argument("--project", type=Path,
+                    help="the project folder: reused when it is already a project (to run the loop in several "
+                         "calls), else made there; default: a fresh temp dir")
+    ap.add_argument("--no-iterate", action="store_true", help="do not run the loop (read and time what is there)")
+    ap.add_argument("--no-timing", action="store_true", help="skip the independent reproduction")
     ap.add_argument("--timing-job", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--fake-timer", action="store_true", help=argparse.SUPPRESS)  # CPU test of the GPU path
     args = ap.parse_args()
@@ -705,16 +713,34 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     tgt = args.target
     gpu = args.backend != "interpret"
+    # Limits. Without --wall-limit: init 120 s, iterate --max-time + --grace, each read-out command 120-180 s,
+    # the timing child its budget + 90 s. With it, iterate is cut short so that the timing and the report
+    # (RESERVE_S) still fit, and every later step gets at most what is left.
+    timing_limit = args.timing_budget_s + 90
+    reserve_s = (0 if args.no_timing else timing_limit) + 60
     iterate_limit = args.max_time + args.grace
-    timing_limit = args.timing_budget_s + 150
-    bound = 120 + iterate_limit + 4 * 120 + timing_limit
-    say(f"target {tgt}, backend {args.backend}, -n {args.n}, --max-time {args.max_time:g}; hard limits: init 120 s, "
-        f"iterate {iterate_limit:.0f} s, each read-out command 120 s, independent timing {timing_limit:.0f} s; "
-        f"worst case {bound:.0f} s (typically --max-time + one experiment + ~2 min)")
+    max_time = args.max_time
+    if args.wall_limit:
+        iterate_limit = max(30.0, min(iterate_limit, args.wall_limit - 30 - reserve_s))
+        # no experiment starts later than --grace before iterate's end: it has that long to finish
+        max_time = max(1.0, min(max_time, iterate_limit - args.grace))
+    bound = (args.wall_limit or (120 + iterate_limit + 4 * 120 + timing_limit))
+    say(f"target {tgt}, backend {args.backend}, -n {args.n}, --max-time {max_time:g}: iterate is ended at "
+        f"{iterate_limit:.0f} s, the independent timing at {timing_limit:.0f} s; the whole run takes at most "
+        f"{bound:.0f} s (typically --max-time + the experiment running then + ~2 min)")
+
+    def left(cap: float) -> float:
+        """A step's limit: cap, or less when --wall-limit is near."""
+        if not args.wall_limit:
+            return cap
+        return max(5.0, min(cap, args.wall_limit - (time.monotonic() - t0) - 5))
+
     res: dict[str, Any] = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                            "command": "python benchmarks/loop_gpu.py " + " ".join(sys.argv[1:]),
                            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                           "errors": {}, "worst_case_wall_s": bound}
+                           "errors": {}, "worst_case_wall_s": bound,
+                           "limits": {"iterate_s": iterate_limit, "iterate_max_time_s": max_time,
+                                      "timing_s": timing_limit, "reserve_s": reserve_s}}
     md_path, json_path = out / f"loop_{tgt}.md", out / f"loop_{tgt}.json"
 
     def write() -> None:
@@ -736,11 +762,16 @@ def main() -> int:
         finally:
             write()
 
-    root = Path(tempfile.mkdtemp(prefix="autogk-loopgpu-")) / "proj"
+    root = (args.project.resolve() if args.project else Path(tempfile.mkdtemp(prefix="autogk-loopgpu-")) / "proj")
     res["project"] = str(root)
 
     def init() -> None:
-        r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", timeout_s=120)
+        if (root / ".autogk.toml").exists() and (root / ".git").exists():
+            res["init"] = {"rc": 0, "output": f"reused the project at {root}"}
+            say(f"reusing the project at {root} (its experiments so far are read below too)")
+            return
+        root.parent.mkdir(parents=True, exist_ok=True)
+        r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", timeout_s=left(120))
         res["init"] = {"rc": r.returncode, "output": (r.stdout + r.stderr)[-3000:]}
         print(r.stdout + r.stderr, flush=True)
         if r.returncode:
@@ -751,11 +782,14 @@ def main() -> int:
 
     def iterate() -> None:
         cmd = [sys.executable, "-m", "autogk_git", "iterate", "-n", str(args.n), "--target", tgt, "--agent", "tune",
-               "--backend", args.backend, "--max-time", f"{args.max_time:g}", "--json"]
+               "--backend", args.backend, "--max-time", f"{max_time:g}", "--json"]
         if not gpu:  # CPU smoke: merge correct candidates, so the trunk moves and best differs from the start
             cmd.append("--merge-untimed")
         log = out / f"iterate_{tgt}.log"
-        r = run_streamed(cmd, root, cli_env(), log, iterate_limit)
+        limit = iterate_limit
+        if args.wall_limit:  # leave the reserve for what follows, whatever init took
+            limit = max(30.0, min(limit, args.wall_limit - reserve_s - (time.monotonic() - t0)))
+        r = run_streamed(cmd, root, cli_env(), log, limit)
         report = {}
         text = r["stdout"].strip()
         if text.startswith("{"):
@@ -769,13 +803,29 @@ def main() -> int:
             raise RuntimeError(f"autogk iterate ended with rc {r['rc']} (see {log}); the experiments that finished "
                                "are read below")
 
-    step("iterate", iterate)
+    if args.no_iterate:
+        say("--no-iterate: the loop is not run; the experiments already in the project are read")
+    else:
+        step("iterate", iterate)
     lines = res.pop("_lines", [])
 
     state: dict[str, Any] = {}
 
     def notes() -> None:
-        rows, raw = read_experiments(root, tgt, (res.get("iterate") or {}).get("report") or {}, walls_from_log(lines))
+        # Walls from earlier calls on the same project (--project) are kept beside its git folder.
+        keep = root / ".git" / "loopgpu-walls.json"
+        try:
+            walls = json.loads(keep.read_text()) if keep.exists() else {}
+        except ValueError:
+            walls = {}
+        log_walls = {int(k): v for k, v in (walls.get("log") or {}).items()}
+        log_walls.update(walls_from_log(lines))
+        report = dict((res.get("iterate") or {}).get("report") or {})
+        exps = {int(e["number"]): e for e in walls.get("iterate") or [] if e.get("number") is not None}
+        exps.update({int(e["number"]): e for e in report.get("experiments") or [] if e.get("number") is not None})
+        report["experiments"] = [exps[k] for k in sorted(exps)]
+        keep.write_text(json.dumps({"log": log_walls, "iterate": report["experiments"]}))
+        rows, raw = read_experiments(root, tgt, report, log_walls)
         res["experiments"] = rows
         state["raw"] = raw
         sys.path.insert(0, str(REPO))
@@ -788,7 +838,7 @@ def main() -> int:
     step("notes", notes)
 
     def best() -> None:
-        r = autogk(root, "best", "--json", "--target", tgt, timeout_s=120)
+        r = autogk(root, "best", "--json", "--target", tgt, timeout_s=left(120))
         if r.returncode:
             raise RuntimeError(f"autogk best failed (rc {r.returncode}): {r.stderr[-800:]}")
         found = json.loads(r.stdout)
@@ -859,7 +909,7 @@ def main() -> int:
         if not gpu:
             env["TRITON_INTERPRET"] = "1"
         r = run_streamed([sys.executable, str(Path(__file__).resolve()), "--timing-job", str(jp)], REPO, env,
-                         out / f"timing_{tgt}.log", timing_limit)
+                         out / f"timing_{tgt}.log", left(timing_limit))
         print(r["stdout"][-6000:], flush=True)
         tp = Path(job["out"])
         timing_state = json.loads(tp.read_text()) if tp.exists() else {"rows": []}
@@ -872,11 +922,14 @@ def main() -> int:
             raise RuntimeError(f"the timing child ended with rc {r['rc']}, done={timing_state.get('done')}: "
                                f"{' | '.join(x for _, x in r['lines'][-5:])[-1500:]} (log {out / f'timing_{tgt}.log'})")
 
-    step("independent timing", timing)
+    if args.no_timing:
+        say("--no-timing: the independent reproduction is skipped")
+    else:
+        step("independent timing", timing)
 
     def report() -> None:
         rd = out / f"report_{tgt}"
-        r = autogk(root, "report", "--target", tgt, "--out", str(rd), "--no-mlflow", "--json", timeout_s=180)
+        r = autogk(root, "report", "--target", tgt, "--out", str(rd), "--no-mlflow", "--json", timeout_s=left(180))
         if r.returncode:
             raise RuntimeError(f"autogk report failed (rc {r.returncode}): {(r.stderr or r.stdout)[-1000:]}")
         found = json.loads(r.stdout)
