@@ -520,7 +520,11 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[
                              "autogk_start_us": ag["start"].get(u), "autogk_best_us": ag["best"].get(u),
                              "floor_us": t.get("floor_us"),
                              "note": t.get("skipped") or t.get("error") or t.get("reference_note") or
-                             s.get("error") or b.get("error") or ""}
+                             s.get("error") or b.get("error") or
+                             (f"best not imported: {timing['import_error_best']}" if timing.get("import_error_best")
+                              else "") or
+                             (f"start not imported: {timing['import_error_start']}" if timing.get("import_error_start")
+                              else "")}
         if r["start_us"] and r["best_us"]:
             r["ratio_independent"] = r["best_us"] / r["start_us"]
         if r["autogk_start_us"] and r["autogk_best_us"]:
@@ -690,7 +694,7 @@ def main() -> int:
     ap.add_argument("--ref-reps", type=int, default=5, help="most timed reference calls per workload")
     ap.add_argument("--ref-wl-s", type=float, default=1.5, help="reference timing budget per workload (s)")
     ap.add_argument("--ref-total-s", type=float, default=25.0, help="reference budget over all workloads (s)")
-    ap.add_argument("--timing-budget-s", type=float, default=75.0,
+    ap.add_argument("--timing-budget-s", type=float, default=65.0,
                     help="no new workload is timed after this many seconds of the timing loop")
     ap.add_argument("--wall-limit", type=float, default=0.0,
                     help="the whole run ends within this many seconds (iterate is cut short to leave room for the "
@@ -762,6 +766,7 @@ def main() -> int:
         finally:
             write()
 
+    state: dict[str, Any] = {}  # what steps hand each other, not written out
     root = (args.project.resolve() if args.project else Path(tempfile.mkdtemp(prefix="autogk-loopgpu-")) / "proj")
     res["project"] = str(root)
 
@@ -792,13 +797,14 @@ def main() -> int:
         r = run_streamed(cmd, root, cli_env(), log, limit)
         report = {}
         text = r["stdout"].strip()
-        if text.startswith("{"):
+        at = 0 if text.startswith("{") else text.find("\n{") + 1  # the JSON report is the last thing printed
+        if at >= 0 and text[at:].startswith("{"):
             try:
-                report = json.loads(text)
+                report = json.loads(text[at:])
             except ValueError:
-                pass
+                res["iterate_stdout_tail"] = text[-2000:]
         res["iterate"] = {"rc": r["rc"], "wall_s": r["wall_s"], "log": str(log), "report": report}
-        res["_lines"] = r["lines"]
+        state["lines"] = r["lines"]
         if r["rc"] not in (0,):
             raise RuntimeError(f"autogk iterate ended with rc {r['rc']} (see {log}); the experiments that finished "
                                "are read below")
@@ -807,9 +813,7 @@ def main() -> int:
         say("--no-iterate: the loop is not run; the experiments already in the project are read")
     else:
         step("iterate", iterate)
-    lines = res.pop("_lines", [])
-
-    state: dict[str, Any] = {}
+    lines = state.get("lines", [])
 
     def notes() -> None:
         # Walls from earlier calls on the same project (--project) are kept beside its git folder.
