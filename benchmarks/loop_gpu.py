@@ -482,7 +482,7 @@ def timing_main(job_path: Path) -> int:
         rec["seconds"] = round(time.monotonic() - t_wl, 2)
         print(json.dumps({k: v for k, v in rec.items() if k not in ("start", "best")} |
                          {lab: {k: v for k, v in rec.get(lab, {}).items() if k != "error"} for lab in kernels}),
-              flush=True)
+              file=sys.stderr, flush=True)  # stderr: the parent streams it as it comes
         save()
         del args, ref_out, outs_of
         if gpu:
@@ -775,7 +775,13 @@ def main() -> int:
             res["init"] = {"rc": 0, "output": f"reused the project at {root}"}
             say(f"reusing the project at {root} (its experiments so far are read below too)")
             return
-        root.parent.mkdir(parents=True, exist_ok=True)
+        # A repository of its own first: inside another work tree (a --project under a checkout), `autogk
+        # init` would otherwise make the enclosing repository the project.
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            git_out(root, "init", "-q", "-b", "main")
+        except RuntimeError:  # a git older than 2.28: the default branch name, whatever it is
+            git_out(root, "init", "-q")
         r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", timeout_s=left(120))
         res["init"] = {"rc": r.returncode, "output": (r.stdout + r.stderr)[-3000:]}
         print(r.stdout + r.stderr, flush=True)
@@ -914,7 +920,8 @@ def main() -> int:
             env["TRITON_INTERPRET"] = "1"
         r = run_streamed([sys.executable, str(Path(__file__).resolve()), "--timing-job", str(jp)], REPO, env,
                          out / f"timing_{tgt}.log", left(timing_limit))
-        print(r["stdout"][-6000:], flush=True)
+        if r["stdout"].strip():
+            print(r["stdout"][-6000:], flush=True)
         tp = Path(job["out"])
         timing_state = json.loads(tp.read_text()) if tp.exists() else {"rows": []}
         res["timing"] = {k: v for k, v in timing_state.items() if k != "rows"}
