@@ -14,6 +14,17 @@ workloads under [bench] cpu_max_numel, and the "latencies" are host wall times o
     PYTHONPATH=$PWD python benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 2 --backend interpret \
         --max-time 200 --out /tmp/loopgpu-smoke
 
+On the lent H200 (10 minutes a command): bound the whole run with --wall-limit (iterate is cut short so the
+timing and the report still fit), and split a long loop over calls on one project kept in /tmp while the
+machine stays warm (--project; --no-timing on all calls but the last, or a last call with --no-iterate):
+
+    PYTHONPATH=$PWD timeout 600 python3 benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 10 --max-time 400 \
+        --grace 90 --wall-limit 580 --no-timing --project /tmp/loopgpu/rmsnorm --out $OUT/rmsnorm_1
+    PYTHONPATH=$PWD timeout 600 python3 benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 10 --max-time 400 \
+        --grace 90 --wall-limit 580 --no-iterate --project /tmp/loopgpu/rmsnorm --out $OUT/rmsnorm_2
+
+[bench] keys can be set through the environment, which the loop inherits (AUTOGK_BENCH_REPS=10, ...).
+
 Steps, each wrapped so that a failure is written into the outputs and the rest still runs:
 1. `autogk init PROJ --example TARGET` in a temp dir (MLflow off, foreground hooks);
 2. `autogk iterate -n N --agent tune --backend B --max-time T --json`, its progress streamed to stdout
@@ -634,14 +645,17 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["", "## Per workload: reference, start, best (independent) and autogk's own figures", "",
               f"Kernels: {t.get('kernel_timer', '')}. Reference: {t.get('reference_timer', '')}. "
               f"L2 flush: {t.get('flush', '-')}. Ceilings: {json.dumps(t.get('ceilings'))}.", "",
-              "| workload | reference us (reps) | start us | best us | autogk start us | autogk best us | "
-              "best/start indep. | best/start autogk | agree (5 %) | best slower >2 % | % floor start / best | note |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |"]
+              "| workload | correct start / best | reference us (reps) | start us | best us | autogk start us | "
+              "autogk best us | best/start indep. | best/start autogk | agree (5 %) | best slower >2 % | "
+              "% floor start / best | note |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |"]
         for r in rows:
             agree = ("-" if "agree" not in r else ("yes" if r["agree"] else "NO") +
                      ("" if r.get("agreement_applies") else " (< 10 us)"))
             slower = "-" if "best_slower_independent" not in r else ("YES" if r["best_slower_independent"] else "no")
-            L.append(f"| {axes_str(r['axes'])} | {fnum(r['reference_us'], '{:,.1f}')} ({r.get('reference_reps') or '-'}) | "
+            ok = {True: "yes", False: "NO", None: "-"}
+            L.append(f"| {axes_str(r['axes'])} | {ok[r['start_correct']]} / {ok[r['best_correct']]} | "
+                     f"{fnum(r['reference_us'], '{:,.1f}')} ({r.get('reference_reps') or '-'}) | "
                      f"{fnum(r['start_us'])} | {fnum(r['best_us'])} | {fnum(r['autogk_start_us'])} | "
                      f"{fnum(r['autogk_best_us'])} | {fnum(r.get('ratio_independent'), '{:.3f}')} | "
                      f"{fnum(r.get('ratio_autogk'), '{:.3f}')} | {agree} | {slower} | "
@@ -729,8 +743,10 @@ def main() -> int:
         # no experiment starts later than --grace before iterate's end: it has that long to finish
         max_time = max(1.0, min(max_time, iterate_limit - args.grace))
     bound = (args.wall_limit or (120 + iterate_limit + 4 * 120 + timing_limit))
-    say(f"target {tgt}, backend {args.backend}, -n {args.n}, --max-time {max_time:g}: iterate is ended at "
-        f"{iterate_limit:.0f} s, the independent timing at {timing_limit:.0f} s; the whole run takes at most "
+    loop_line = ("the loop is not run (--no-iterate)" if args.no_iterate else
+                 f"-n {args.n}, --max-time {max_time:g}: iterate is ended at {iterate_limit:.0f} s")
+    say(f"target {tgt}, backend {args.backend}, {loop_line}; the independent timing "
+        f"{'is skipped' if args.no_timing else f'is ended at {timing_limit:.0f} s'}; the whole run takes at most "
         f"{bound:.0f} s (typically --max-time + the experiment running then + ~2 min)")
 
     def left(cap: float) -> float:
