@@ -849,8 +849,12 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
 
 
 def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
-               device: str, rng: random.Random, method_timer) -> dict:
-    """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote."""
+               device: str, rng: random.Random, method_timer, checked: list[int] | None = None,
+               ref_cache: dict | None = None) -> dict:
+    """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote.
+
+    checked: which sets' outputs are compared with the reference's (both labels of a round get the
+    same ones, so `ref_cache` computes each reference output once); None: `verify_sets` at random."""
     definition = job["definition"]
     settings = job.get("settings", {})
     axes = resolve_axes(definition, wl)
@@ -865,7 +869,9 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         return t
     warm_outs = alloc_outputs(definition, axes, device, 0)
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
-    checked = rng.sample(range(len(sets)), min(2, len(sets)))
+    if checked is None:
+        checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 1)), len(sets)))
+    ref_cache = {} if ref_cache is None else ref_cache
     saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
     t0 = time.perf_counter()
     if isinstance(tk.fn, RemoteKernel):
@@ -885,7 +891,9 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     for k in checked:
         try:
             check_inputs(definition, sets[k], saved[k])
-            check_outputs(definition, outs[k], reference_outputs(reference, sets[k]), tolerances, sets[k], axes)
+            if k not in ref_cache:
+                ref_cache[k] = reference_outputs(reference, sets[k])
+            check_outputs(definition, outs[k], ref_cache[k], tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
     phase("verify", t0)
@@ -941,6 +949,9 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 continue
             order = [base, cand]
             rng.shuffle(order)
+            # The same sets' outputs are compared for both labels, each reference output made once.
+            checked = rng.sample(range(n), min(int(settings.get("verify_sets", 1)), n))
+            ref_cache: dict = {}
             while True:
                 if method[u] not in timers:
                     timers[method[u]] = device_timer(method[u])
@@ -951,7 +962,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         arm(tk.fn)
                         try:
                             got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
-                                                       timers[method[u]])
+                                                       timers[method[u]], checked, ref_cache)
                         except capture_error:
                             raise
                         except KernelFailure as e:
@@ -985,7 +996,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             lr = math.log(max(got[cand.label]["us"], 1e-9) / max(got[base.label]["us"], 1e-9))
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
-            del sets, warm
+            del sets, warm, ref_cache
         if seq is not None and round_logs:
             if seq.add(math.fsum(round_logs) / len(round_logs)):
                 break
