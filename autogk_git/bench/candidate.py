@@ -37,6 +37,16 @@ def _sibling(name: str):
     return importlib.import_module(f"autogk_git.bench.{name}")
 
 
+def snapshot(snaps: list, outs: list) -> None:
+    """Copy each output's bytes with an elementwise kernel on the current stream. Not `copy_`: a
+    device-to-device memcpy of memory shared from another process was seen (H200, torch 2.11) to
+    wait for work the kernel left on a side stream, which a consumer on the caller's stream would not."""
+    import torch
+    for s, o in zip(snaps, outs):
+        src = o.reshape(-1).view(torch.uint8)
+        torch.bitwise_or(src, 0, out=s.reshape(-1).view(torch.uint8))
+
+
 def _on(stream):
     """Run the block with `stream` as the current CUDA stream (no stream on CPU: nothing to do)."""
     import contextlib
@@ -80,6 +90,10 @@ def main(argv: list[str]) -> int:
     # builds orders itself after every other blocking stream and so would wait for work the kernel
     # left on a side stream (a consumer on a real caller's stream would not).
     caller = torch.cuda.Stream(device) if device.startswith("cuda") else None
+    if caller is not None:  # load the snapshot's kernel now: a first launch may wait for the whole device
+        with _on(caller):
+            snapshot([torch.zeros(4, device=device)], [torch.ones(4, device=device)])
+        caller.synchronize()
     held = None  # the last call's tensors: kept alive so the same judge buffers keep the same address here
     while True:
         try:
@@ -98,8 +112,7 @@ def main(argv: list[str]) -> int:
                         caller.wait_stream(torch.cuda.default_stream(device))  # inputs and poison written
                     ret = run(*inputs, *outs)
                     if snaps is not None:  # what a consumer on the caller's stream reads, in that stream's order
-                        for s, o in zip(snaps, outs):
-                            s.copy_(o)
+                        snapshot(snaps, outs)
                     W.stream_wait(device)
             except BaseException as e:  # noqa: BLE001 - the kernel's failure, reported as data
                 conn.send(("error", W.classify(e), W.short_tb(e)))
