@@ -86,9 +86,9 @@ def main(argv: list[str]) -> int:
         conn.send(("load_error", W.Status.COMPILE_ERROR, W.short_tb(e)))
         return 0
     conn.send(("ready",))
-    # The caller's stream: one of torch's pool streams, never the legacy default stream, which on some
-    # builds orders itself after every other blocking stream and so would wait for work the kernel
-    # left on a side stream (a consumer on a real caller's stream would not).
+    # The caller's stream for correctness calls: one of torch's pool streams, not the legacy default
+    # stream, which orders itself after every blocking stream (torch's pool streams are blocking) and
+    # so waited for work the kernel left on a side stream (H200, torch 2.11: benchmarks/stream_diag.py).
     caller = torch.cuda.Stream(device) if device.startswith("cuda") else None
     if caller is not None:  # load the snapshot's kernel now: a first launch may wait for the whole device
         with _on(caller):
@@ -126,10 +126,10 @@ def main(argv: list[str]) -> int:
             _, sets, outs, warm, warm_outs, method, settings = msg
             try:
                 timer = W.device_timer(method) if timing is not None else W.HostTimer()
-                with _on(caller):
-                    if caller is not None:
-                        caller.wait_stream(torch.cuda.default_stream(device))
-                    t = W.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device)
+                # Timed on the default stream, where the caller-stream events of the cupti timer were
+                # seen to catch work left on a side stream (H200, 2026-11-30); on a pool stream the
+                # same cross-check passed such a kernel.
+                t = W.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device)
             except W.KernelFailure as e:
                 conn.send(("error", e.status, str(e)))
                 continue
