@@ -1,0 +1,175 @@
+"""`kill -9` of `autogk iterate` at 20 random moments, MLflow on: git stays whole and `autogk sync`
+leaves MLflow with exactly one run per experiment note.
+
+The moments are seeded: each kill comes a random delay after a random line of the loop's output, so
+they land in every phase (proposing, committing, benchmarking, writing the note, logging the run,
+merging or archiving, resuming what the previous kill left) rather than mostly inside the benchmark,
+which is where a plain random delay would fall. Each run starts by resuming what the last one left.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, DATA, autogk, git
+
+KILLS = 20
+# KILL_SEED=N picks other moments (to hunt for a failure: a failing seed reproduces the kill points,
+# though not the exact timing).
+SEED = int(os.environ.get("KILL_SEED", "20261130"))
+# A tunable the kernel does not use: a tune space that 20 interrupted loops cannot exhaust.
+SPARE = "SPARE = 0  # autogk: tune [" + ", ".join(map(str, range(64))) + "]\n"
+
+
+def small_target(project: Path) -> None:
+    """Two workloads (the quick stage covers both: one worker run per experiment) and a wide tune space."""
+    target = project / "kernels" / "scale"
+    lines = (DATA / "scale" / "workloads.jsonl").read_text().splitlines()
+    (target / "workloads.jsonl").write_text("\n".join(ln for ln in lines if '"n": 50}' in ln or '"n": 1000}' in ln)
+                                            + "\n")
+    kernel = target / "kernel.py"
+    mask = "MASK = True  # autogk: tune [True, False]\n"
+    # After MASK, so the tuner tries MASK = False (incorrect: a revert) between keeps.
+    kernel.write_text(kernel.read_text().replace(mask, mask + SPARE, 1))
+    git(project, "commit", "-qam", "tests: two workloads, a wide tune space")
+
+
+# Where a kill lands: a random delay after the first output line matching one of these (None: after
+# the start). Each phase is equally likely, instead of mostly the benchmark, which takes longest.
+KILL_AFTER = [
+    None,
+    "recovered a stale lock|proposing",   # resuming, or the agent is editing in its worktree
+    "committed",                          # the commit is made (or a resumed benchmark starts)
+    "quick: ",                            # the worker runs
+    "PASSED|INCORRECT",                   # the worker is done: the verdict and the note come next
+    ": KEEP - |: REVERT - ",              # the note is written: MLflow logging, then merge or archive
+    " kept: | reverted: ",                # concluded: the next experiment opens
+]
+
+
+def kill_at_random(project: Path, rng: random.Random) -> tuple[str, bool]:
+    """Start `autogk iterate`, SIGKILL it at a random moment. Returns (output, killed): a loop that
+    ended by itself first was not killed."""
+    marker, delay = rng.choice(KILL_AFTER), rng.uniform(0.0, 0.6)
+    if marker is None:
+        delay = rng.uniform(0.0, 1.5)
+    proc = subprocess.Popen([str(BIN / "autogk"), "iterate", "-n", "100", "--agent", "tune"], cwd=project,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    out: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for ln in proc.stdout:
+            out.append(ln)
+            if marker and re.search(marker, ln):
+                seen.set()
+        seen.set()  # ended by itself
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if marker:
+        seen.wait(timeout=60)
+    time.sleep(delay)
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    reader.join(timeout=30)
+    proc.stdout.close()
+    text = "".join(out)
+    assert "Traceback" not in text and "crashed" not in text, text
+    assert not killed or proc.returncode == -signal.SIGKILL, text
+    return f"[killed={killed} {delay:.2f} s after {marker!r}]\n{text}", killed
+
+
+def active_runs(project: Path) -> list[dict]:
+    """The active (not superseded or deleted) runs of autogk/scale, read straight from the store."""
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(tracking_uri=f"sqlite:///{project}/mlruns/mlflow.db")
+    exp = client.get_experiment_by_name("autogk/scale")
+    assert exp is not None, "no MLflow experiment autogk/scale"
+    return [{"number": int(r.data.tags["autogk.number"]), "commit": r.data.tags["autogk.commit"],
+             "verdict": r.data.tags.get("autogk.verdict"), "status": r.info.status}
+            for r in client.search_runs([exp.experiment_id], max_results=5000)]
+
+
+def live_notes(project: Path) -> dict[int, list[str]]:
+    """experiment number -> the commits with a result note that a ref still reaches."""
+    from autogk_git.record.notes import parse_result
+    out: dict[int, list[str]] = {}
+    for line in git(project, "notes", "--ref", "autogk/results", "list").splitlines():
+        _, commit = line.split()
+        if not git(project, "for-each-ref", "--count=1", "--contains", commit).strip():
+            continue  # amended or replayed away: its run is superseded, not counted
+        res = parse_result(git(project, "notes", "--ref", "autogk/results", "show", commit), commit)
+        assert res is not None and res["commit"] == commit, commit
+        out.setdefault(res["experiment"], []).append(commit)
+    return out
+
+
+def check_reconciled(project: Path) -> dict[int, str]:
+    """Git whole, every concluded experiment noted once, MLflow one active run per note. Returns
+    number -> commit of the concluded experiments."""
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=project, capture_output=True, text=True)
+    assert fsck.returncode == 0 and not fsck.stdout.strip(), fsck.stdout + fsck.stderr
+    assert git(project, "branch", "--list", "autogk/*").strip() == ""
+    assert len(git(project, "worktree", "list").splitlines()) == 1
+    assert not list((project / ".git").rglob("*.lock")), list((project / ".git").rglob("*.lock"))
+    assert not (project / ".git" / "autogk" / "loop.lock").exists()
+
+    concluded: dict[int, str] = {}
+    for line in git(project, "for-each-ref", "--format=%(refname) %(objectname)", "refs/autogk/").splitlines():
+        name, sha = line.split()
+        number = int(name.rsplit("/", 1)[-1])
+        assert number not in concluded, f"#{number} is both kept and archived"
+        concluded[number] = sha
+    assert sorted(concluded) == list(range(1, len(concluded) + 1)), sorted(concluded)   # no gap
+    notes = live_notes(project)
+    assert {n: [c] for n, c in concluded.items()} == notes, (concluded, notes)          # one note each
+
+    runs = active_runs(project)
+    by_number: dict[int, list[dict]] = {}
+    for r in runs:
+        by_number.setdefault(r["number"], []).append(r)
+    dup = {n: rs for n, rs in by_number.items() if len(rs) > 1}
+    assert not dup, f"experiments with more than one active MLflow run: {dup}"
+    assert {n: rs[0]["commit"] for n, rs in by_number.items()} == concluded, (by_number, concluded)
+    assert all(r["status"] == "FINISHED" and r["verdict"] in ("keep", "revert") for r in runs), runs
+    return concluded
+
+
+@pytest.mark.slow
+def test_twenty_random_kills_leave_git_whole_and_mlflow_reconciled(project):
+    small_target(project)
+    rng = random.Random(SEED)
+    log, kills, t0 = [], 0, time.monotonic()
+    while kills < KILLS:
+        text, killed = kill_at_random(project, rng)
+        log.append(text)
+        kills += killed
+        assert len(log) < 2 * KILLS, "the loop kept ending by itself:\n" + "\n".join(log)
+    t_loop = time.monotonic() - t0
+    Path(os.environ.get("KILL_LOG", os.devnull)).write_text("\n".join(log))
+    # Conclude what the last kill left (no new experiment), then reconcile MLflow with the notes.
+    last = autogk(project, "iterate", "-n", "0", "--max-time", "0.001", "--agent", "tune").stdout
+    assert "recovered a stale lock" in last
+    synced = json.loads(autogk(project, "sync", "--json").stdout)
+    concluded = check_reconciled(project)
+    assert len(concluded) >= 4, "\n".join(log)   # the loop got somewhere between the kills
+    assert synced["notes"] >= len(concluded)
+    # Sync is safe to run again: nothing more to log, nothing duplicated.
+    again = json.loads(autogk(project, "sync", "--json").stdout)
+    assert again["logged"] == 0, again
+    assert check_reconciled(project) == concluded
+    print(f"{kills} kills, {len(concluded)} experiments, {synced['logged']} logged by sync, "
+          f"{t_loop:.1f} s + {time.monotonic() - t0 - t_loop:.1f} s")
