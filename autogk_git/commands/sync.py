@@ -110,16 +110,18 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
         for r in current(project, results):
             by_target.setdefault(r["target"], []).append(r)
         for target, items in sorted(by_target.items()):
-            have = set() if full else mlflow_store.synced_commits(project, target)
-            todo = [r for r in sorted(items, key=lambda r: r.get("experiment", 0)) if r["commit"] not in have]
+            have = {} if full else mlflow_store.logged_commits(project, target)
+            todo = [r for r in sorted(items, key=lambda r: r.get("experiment", 0)) if not have.get(r["commit"])]
             skipped += len(items) - len(todo)
-            if full:  # update the existing runs in place, one by one
-                for i, r in enumerate(todo, 1):
-                    mlflow_store.log_result(project, r, known_new=False)
-                    say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(todo)})")
-                logged += len(todo)
-            else:
-                logged += mlflow_store.log_results(project, todo, progress=lambda i, n, r: say(
+            # --full, and runs cut short by a kill: update the existing runs in place, one by one.
+            in_place = todo if full else [r for r in todo if r["commit"] in have]
+            for i, r in enumerate(in_place, 1):
+                mlflow_store.log_result(project, r, known_new=False)
+                say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(in_place)})")
+            logged += len(in_place)
+            if not full:
+                new = [r for r in todo if r["commit"] not in have]
+                logged += mlflow_store.log_results(project, new, progress=lambda i, n, r: say(
                     f"{target}: logged up to #{r.get('experiment', 0):04d} ({i}/{n})"))
     except AutogkError:
         raise
