@@ -24,7 +24,7 @@ from conftest import BIN, DATA, autogk, autogk_in, git
 
 KILLS = 20
 # KILL_SEED=N picks other moments (to hunt for a failure: a failing seed reproduces the kill points,
-# though not the exact timing).
+# though not the exact timing); KILL_GROUP=1 kills the loop's whole process group, git included.
 SEED = int(os.environ.get("KILL_SEED", "20261130"))
 # A tunable the kernel does not use: a tune space that 20 interrupted loops cannot exhaust.
 SPARE = "SPARE = 0  # autogk: tune [" + ", ".join(map(str, range(64))) + "]\n"
@@ -56,15 +56,20 @@ KILL_AFTER = [
 ]
 
 
-def kill_at_random(project: Path, rng: random.Random) -> tuple[str, bool]:
+def kill_at_random(project: Path, rng: random.Random, group: bool = False) -> tuple[str, bool]:
     """Start `autogk iterate`, SIGKILL it at a random moment. Returns (output, killed): a loop that
-    ended by itself first was not killed."""
+    ended by itself first was not killed.
+
+    The kill hits the loop's process alone: a git command or worker it started runs to its end.
+    group=True kills the whole process group instead (`kill -9 -PGID`), so git itself may die
+    mid-command; a killed `git merge` in the trunk's checkout then leaves git's own lock files, which
+    git asks a person to remove (see test_a_lock_file_left_by_a_killed_git_names_the_fix)."""
     marker, delay = rng.choice(KILL_AFTER), rng.uniform(0.0, 0.6)
     if marker is None:
         delay = rng.uniform(0.0, 1.5)
     proc = subprocess.Popen([str(BIN / "autogk"), "iterate", "-n", "100", "--agent", "tune"], cwd=project,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
     out: list[str] = []
     seen = threading.Event()
 
@@ -81,7 +86,9 @@ def kill_at_random(project: Path, rng: random.Random) -> tuple[str, bool]:
         seen.wait(timeout=60)
     time.sleep(delay)
     killed = proc.poll() is None
-    if killed:
+    if killed and group:
+        os.killpg(proc.pid, signal.SIGKILL)
+    elif killed:
         proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     reader.join(timeout=30)
@@ -89,7 +96,8 @@ def kill_at_random(project: Path, rng: random.Random) -> tuple[str, bool]:
     text = "".join(out)
     assert "Traceback" not in text and "crashed" not in text, text
     assert not killed or proc.returncode == -signal.SIGKILL, text
-    return f"[killed={killed} {delay:.2f} s after {marker!r}]\n{text}", killed
+    what = "group" if group else "process"
+    return f"[killed={killed} ({what}) {delay:.2f} s after {marker!r}]\n{text}", killed
 
 
 def active_runs(project: Path) -> list[dict]:
@@ -159,7 +167,7 @@ def test_twenty_random_kills_leave_git_whole_and_mlflow_reconciled(project):
     rng = random.Random(SEED)
     log, kills, t0 = [], 0, time.monotonic()
     while kills < KILLS:
-        text, killed = kill_at_random(project, rng)
+        text, killed = kill_at_random(project, rng, group=os.environ.get("KILL_GROUP") == "1")
         log.append(text)
         kills += killed
         assert len(log) < 2 * KILLS, "the loop kept ending by itself:\n" + "\n".join(log)
@@ -184,7 +192,8 @@ def test_a_run_cut_short_by_a_kill_is_completed_by_sync_not_duplicated(project):
     """A kill inside MLflow logging, after the run was created and before it was finished, leaves a run
     with the commit's tag but no figures or artifacts: sync completes that run rather than skip it
     (it has the tag) or add a second one."""
-    autogk(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    small_target(project)
+    autogk_in(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"})
     from autogk_git.project import Project
     from autogk_git.record.notes import parse_result
     from autogk_git.tracking import mlflow_store
@@ -209,7 +218,8 @@ def test_a_run_cut_short_by_a_kill_is_completed_by_sync_not_duplicated(project):
 def test_a_kill_while_the_store_is_created_leaves_no_broken_store(project):
     """MLflow builds a new store's tables in a chain of migrations (seconds): a kill in between must not
     leave a store that every later command refuses."""
-    autogk(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    small_target(project)
+    autogk_in(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"})
     mlruns = project / "mlruns"
     assert not (mlruns / "mlflow.db").exists()
     proc = subprocess.Popen([str(BIN / "autogk"), "sync"], cwd=project, stdout=subprocess.DEVNULL,
@@ -228,3 +238,37 @@ def test_a_kill_while_the_store_is_created_leaves_no_broken_store(project):
     assert json.loads(out.stdout)["logged"] == 1
     assert [p.name for p in mlruns.iterdir() if "mlflow.db" in p.name] == ["mlflow.db"]  # nothing half built
     assert len(check_reconciled(project)) == 1
+
+
+def test_a_worktree_add_cut_short_does_not_block_the_next_experiment(project):
+    """`git worktree add` killed mid-way leaves the worktree registered and locked ("initializing"),
+    its folder missing: the next loop discards it and runs the experiment."""
+    small_target(project)
+    path = project / ".git" / "autogk" / "worktrees" / "scale-0001"
+    git(project, "worktree", "add", "-q", "-b", "autogk/scale/0001-wip", str(path), "main")
+    admin = Path(git(path, "rev-parse", "--git-dir").strip())
+    (admin / "locked").write_text("initializing\n")
+    subprocess.run(["rm", "-rf", str(path)], check=True)
+    out = autogk_in(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"}).stdout
+    assert "#0001: stopped before its commit; discarding the empty branch" in out, out
+    assert "#0001 kept" in out, out
+    assert git(project, "branch", "--list", "autogk/*").strip() == ""
+    assert len(git(project, "worktree", "list").splitlines()) == 1
+
+
+def test_a_lock_file_left_by_a_killed_git_names_the_fix(project):
+    """A `git merge` killed with the loop (its process group) leaves `.git/HEAD.lock`; git removes no lock
+    it did not make, so the merge of the next kept experiment fails. The error names the file and the
+    fix; after it, the loop merges the kept experiment, which was never lost."""
+    small_target(project)
+    lock = project / ".git" / "HEAD.lock"
+    lock.write_text("")
+    env = {"AUTOGK_TRACKING_ENABLED": "false"}
+    out = autogk_in(project, "iterate", "-n", "1", "--agent", "tune", check=False, env=env)
+    assert out.returncode == 1 and "could not merge the kept experiment" in out.stderr, out.stderr
+    assert f"hint: a git lock file is in the way: {lock}" in out.stderr and f"rm '{lock}'" in out.stderr
+    assert git(project, "rev-parse", "refs/autogk/kept/scale/0001").strip()        # kept, not lost
+    lock.unlink()                                                                   # what the hint says
+    again = autogk_in(project, "iterate", "-n", "0", "--max-time", "0.001", "--agent", "tune", env=env).stdout
+    assert "#0001 kept: merged into main" in again, again
+    assert "Autogk-Experiment: 1\n" in git(project, "log", "-1", "--format=%B", "main")
