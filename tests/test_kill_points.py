@@ -5,6 +5,10 @@ The moments are seeded: each kill comes a random delay after a random line of th
 they land in every phase (proposing, committing, benchmarking, writing the note, logging the run,
 merging or archiving, resuming what the previous kill left) rather than mostly inside the benchmark,
 which is where a plain random delay would fall. Each run starts by resuming what the last one left.
+
+The other tests pin states a kill leaves that random moments reach too rarely to rely on: a run
+created but not finished, a store killed while MLflow creates its tables, a `git worktree add` cut
+short, a lock file of a killed git.
 """
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ from conftest import BIN, DATA, autogk, autogk_in, git
 
 KILLS = 20
 # KILL_SEED=N picks other moments (to hunt for a failure: a failing seed reproduces the kill points,
-# though not the exact timing); KILL_GROUP=1 kills the loop's whole process group, git included.
+# though not the exact timing); KILL_GROUP=1 kills the loop's whole process group, git included;
+# KILL_LOG=FILE keeps what each killed loop printed.
 SEED = int(os.environ.get("KILL_SEED", "20261130"))
 # A tunable the kernel does not use: a tune space that 20 interrupted loops cannot exhaust.
 SPARE = "SPARE = 0  # autogk: tune [" + ", ".join(map(str, range(64))) + "]\n"
@@ -174,8 +179,7 @@ def test_twenty_random_kills_leave_git_whole_and_mlflow_reconciled(project):
     t_loop = time.monotonic() - t0
     Path(os.environ.get("KILL_LOG", os.devnull)).write_text("\n".join(log))
     # Conclude what the last kill left (no new experiment), then reconcile MLflow with the notes.
-    last = autogk_in(project, "iterate", "-n", "0", "--max-time", "0.001", "--agent", "tune").stdout
-    assert "recovered a stale lock" in last
+    autogk_in(project, "iterate", "-n", "0", "--max-time", "0.001", "--agent", "tune")
     synced = json.loads(autogk_in(project, "sync", "--json").stdout)
     concluded = check_reconciled(project)
     assert len(concluded) >= 3, "\n".join(log)   # the loop got somewhere between the kills

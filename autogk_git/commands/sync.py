@@ -2,8 +2,9 @@
 
 After a clone: the clone has branches only, so sync first adds autogk's fetch refspecs to the remotes,
 fetches the notes and experiment refs, merges the notes and creates the local trunk branch; then it
-logs the notes (the source of truth) to the fresh MLflow store. After an MLflow outage: only the
-logging part has work to do. Notes whose commit is gone are skipped and counted (`--prune` removes
+logs the notes (the source of truth) to the fresh MLflow store. After an MLflow outage, or a loop
+killed between a note and its run (or inside logging: a run left RUNNING is completed in place): only
+the logging part has work to do. Notes whose commit is gone are skipped and counted (`--prune` removes
 them); `--push` sends the notes and experiment refs up, which a plain `git push` does not.
 """
 from __future__ import annotations
