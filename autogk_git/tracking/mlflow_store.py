@@ -256,9 +256,10 @@ def describe_error(project, e: BaseException):
         hint = ("another process is writing to it (a loop, `autogk ui`, a second sync): wait for it and run "
                 "`autogk sync` again")
     elif "not a database" in low or "malformed" in low or "corrupt" in low or "no such table" in low \
-            or "can't locate revision" in low or "already exists" in low or "out-of-date database schema" in low:
-        # "already exists", "out-of-date": a store left half built by a process killed while creating it
-        # (or made by another MLflow version). The notes rebuild it either way.
+            or "can't locate revision" in low or "out-of-date database schema" in low \
+            or ("table" in low and "already exists" in low):
+        # "table ... already exists", "out-of-date": a store left half built by a process killed while
+        # creating it (or made by another MLflow version). The notes rebuild it either way.
         store = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri
         hint = (f"the store is damaged; the notes are the source of truth, so rebuild it: "
                 f"mv {store} {store}.bad && autogk sync --full")
