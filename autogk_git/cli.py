@@ -28,6 +28,7 @@ COMMANDS = {
     "ui": "autogk_git.commands.ui:ui",
     "report": "autogk_git.commands.report:report",
     "research": "autogk_git.commands.research:research",
+    "remote": "autogk_git.commands.remote:remote",
 }
 
 
@@ -66,6 +67,7 @@ HELP = {
     "report": "A PNG and an HTML page of the run's figures, also logged to MLflow.",
     "research": "Write a research plan for the next experiment.",
     "best": "The best kept kernel per target.",
+    "remote": "Add or set up a remote so git fetch brings autogk's notes and refs.",
 }
 
 

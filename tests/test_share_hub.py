@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, autogk, git
+from conftest import REPO, autogk, autogk_in, git
 from review_support import copy_project, iterate_report, iterated_template
 
 
@@ -115,3 +115,59 @@ def test_sync_skips_counts_and_prunes_notes_whose_commit_is_gone(iterated, tmp_p
     assert pruned["pruned"] == 1 and pruned["orphaned"] == 1
     assert gone not in git(clone, "notes", "--ref", "autogk/results", "list")
     assert "orphaned" not in json.loads(autogk(clone, "sync", "--json").stdout)
+
+
+def test_remote_add_then_git_push_and_the_notes_push_share_every_experiment(iterated, tmp_path):
+    exps = {e["number"]: e["decision"] for e in iterate_report(iterated)["experiments"]}
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    out = json.loads(autogk_in(iterated, "remote", "add", "hub", str(hub), "--json").stdout)
+    assert out["added"] and out["url"] == str(hub), out
+    fetch = git(iterated, "config", "--get-all", "remote.hub.fetch").split()
+    assert fetch == ["+refs/heads/*:refs/remotes/hub/*", *out["fetch"]], fetch
+    # What a plain push sends is git's own: no push setting, and the branch alone goes up.
+    assert subprocess.run(["git", "config", "--get-all", "remote.hub.push"], cwd=iterated).returncode == 1
+    git(iterated, "push", "-q", "hub", "main")
+    assert not [r for r in git(hub, "for-each-ref", "--format=%(refname)").split() if "autogk" in r]
+    sh(iterated, out["push_notes"])            # the documented push of the notes and experiment refs
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(hub), str(clone))
+    synced = json.loads(autogk(clone, "sync", "--json").stdout)
+    assert synced["logged"] == len(exps) and synced["fetched_from"] == ["origin"], synced
+    assert {r["number"]: r["decision"] for r in json.loads(autogk(clone, "log", "--json").stdout)} == exps
+    # A remote the clone adds later: with `autogk remote add`, a plain `git fetch` brings the notes.
+    text = autogk_in(clone, "remote", "add", "again", str(hub)).stdout
+    assert "git fetch now carries autogk's notes" in text and "autogk sync --push --remote again" in text
+    git(clone, "fetch", "-q", "again")
+    assert git(clone, "rev-parse", "refs/notes/remotes/again/autogk/results").strip() == \
+        git(hub, "rev-parse", "refs/notes/autogk/results").strip()
+
+
+def test_remote_setup_of_an_existing_remote_and_its_errors(iterated, tmp_path):
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(iterated, "remote", "add", "hub", str(hub))        # git's own: no refspecs of autogk's yet
+    [out] = json.loads(autogk_in(iterated, "remote", "setup", "--json").stdout)
+    assert out["remote"] == "hub" and not out["added"] and len(out["changes"]) == 1, out
+    again = json.loads(autogk_in(iterated, "remote", "setup", "hub", "--json").stdout)
+    assert again["changes"] == [], again                    # idempotent: nothing added twice
+    assert git(iterated, "config", "--get-all", "remote.hub.fetch").split().count(out["fetch"][0]) == 1
+    # The same URL again is a setup; another URL, an unknown remote, or no project: a clear error.
+    assert not json.loads(autogk_in(iterated, "remote", "add", "hub", str(hub), "--json").stdout)["added"]
+    for args, said, fix in [
+        (("remote", "add", "hub", str(tmp_path / "other.git")), "a remote named hub exists already",
+         "autogk remote setup hub"),
+        (("remote", "setup", "nohub"), "there is no remote named nohub (this repository has: hub)",
+         "autogk remote add nohub URL"),
+    ]:
+        bad = autogk_in(iterated, *args, check=False)
+        assert bad.returncode == 1 and said in bad.stderr and "hint:" in bad.stderr and fix in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr
+    assert git(iterated, "remote").split() == ["hub"]
+    elsewhere = tmp_path / "plain"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q")
+    bad = autogk_in(elsewhere, "remote", "add", "hub", str(hub), check=False)
+    assert bad.returncode == 1 and "not inside an autogk project" in bad.stderr and "autogk init" in bad.stderr
+    assert git(elsewhere, "remote").strip() == ""

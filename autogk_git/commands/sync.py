@@ -2,8 +2,9 @@
 
 After a clone: the clone has branches only, so sync first adds autogk's fetch refspecs to the remotes,
 fetches the notes and experiment refs, merges the notes and creates the local trunk branch; then it
-logs the notes (the source of truth) to the fresh MLflow store. After an MLflow outage: only the
-logging part has work to do. Notes whose commit is gone are skipped and counted (`--prune` removes
+logs the notes (the source of truth) to the fresh MLflow store. After an MLflow outage, or a loop
+killed between a note and its run (or inside logging: a run left RUNNING is completed in place): only
+the logging part has work to do. Notes whose commit is gone are skipped and counted (`--prune` removes
 them); `--push` sends the notes and experiment refs up, which a plain `git push` does not.
 """
 from __future__ import annotations
@@ -110,16 +111,18 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
         for r in current(project, results):
             by_target.setdefault(r["target"], []).append(r)
         for target, items in sorted(by_target.items()):
-            have = set() if full else mlflow_store.synced_commits(project, target)
-            todo = [r for r in sorted(items, key=lambda r: r.get("experiment", 0)) if r["commit"] not in have]
+            have = {} if full else mlflow_store.logged_commits(project, target)
+            todo = [r for r in sorted(items, key=lambda r: r.get("experiment", 0)) if not have.get(r["commit"])]
             skipped += len(items) - len(todo)
-            if full:  # update the existing runs in place, one by one
-                for i, r in enumerate(todo, 1):
-                    mlflow_store.log_result(project, r, known_new=False)
-                    say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(todo)})")
-                logged += len(todo)
-            else:
-                logged += mlflow_store.log_results(project, todo, progress=lambda i, n, r: say(
+            # --full, and runs cut short by a kill: update the existing runs in place, one by one.
+            in_place = todo if full else [r for r in todo if r["commit"] in have]
+            for i, r in enumerate(in_place, 1):
+                mlflow_store.log_result(project, r, known_new=False)
+                say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(in_place)})")
+            logged += len(in_place)
+            if not full:
+                new = [r for r in todo if r["commit"] not in have]
+                logged += mlflow_store.log_results(project, new, progress=lambda i, n, r: say(
                     f"{target}: logged up to #{r.get('experiment', 0):04d} ({i}/{n})"))
     except AutogkError:
         raise

@@ -3,6 +3,7 @@ the few callers that need git's exit code and both streams. An architecture test
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -28,11 +29,25 @@ def git(*args: str, cwd: str | Path, input: str | bytes | None = None, check: bo
     data = input.encode() if isinstance(input, str) else input
     proc = subprocess.run(cmd, cwd=str(cwd), input=data, capture_output=True, env=git_env(env))
     if check and proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip()
         raise GitError(
             f"git command failed: {' '.join(cmd)}\n  exit code: {proc.returncode}\n"
             f"  stdout: {proc.stdout.decode(errors='replace').strip()}\n"
-            f"  stderr: {proc.stderr.decode(errors='replace').strip()}")
+            f"  stderr: {err}", lock_hint(err))
     return proc.stdout if binary else proc.stdout.decode(errors="replace")
+
+
+_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def lock_hint(stderr: str) -> str | None:
+    """The fix when git found its own lock file taken. Git never removes one it did not create: a git
+    command killed with `kill -9` (with the loop that ran it, say) leaves it for good."""
+    m = _LOCK.search(stderr)
+    if not m:
+        return None
+    return (f"a git lock file is in the way: {m.group(1)}. If no git command is running in this repository "
+            f"(one killed mid-way leaves it behind), remove it: rm '{m.group(1)}'; then run the command again")
 
 
 def git_ok(*args: str, cwd: str | Path) -> bool:

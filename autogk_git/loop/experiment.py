@@ -39,16 +39,17 @@ def open_worktree(project: Project, target: str, number: int, base: str) -> tupl
     path = worktree_path(project, target, number)
     path.parent.mkdir(parents=True, exist_ok=True)
     branch = refs.ExperimentRef(target, number, "wip").branch
-    if path.exists():
-        remove_worktree(project, path)
+    remove_worktree(project, path)
     git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=project.root)
     return path, branch
 
 
 def remove_worktree(project: Project, path: Path) -> None:
-    if path.exists():
-        git_proc("worktree", "remove", "--force", str(path), cwd=project.root)
-        shutil.rmtree(path, ignore_errors=True)
+    # Asked of git even when the folder is gone, and with --force twice: a kill that cut `git worktree
+    # add` short leaves the worktree registered and locked ("initializing"), perhaps without its
+    # folder; `prune` keeps locked ones, and the next `worktree add` of this path would fail forever.
+    git_proc("worktree", "remove", "--force", "--force", str(path), cwd=project.root)
+    shutil.rmtree(path, ignore_errors=True)
     git("worktree", "prune", cwd=project.root)
 
 
@@ -203,9 +204,9 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
             git("merge", "-q", "--no-ff", "--no-edit", "-m", message, sha, cwd=where, env=env)
         except GitError as e:
             git_proc("merge", "--abort", cwd=where)
-            raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}:\n{e}",
-                              f"commit or stash your changes in {where}, then run `autogk iterate` again "
-                              "(the experiment is kept and will be merged then)") from None
+            fix = e.hint or f"commit or stash your changes in {where}, then run `autogk iterate` again"
+            raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}:\n"
+                              f"{e.message}", fix + " (the experiment is kept and will be merged then)") from None
         return repo.rev(project.root, trunk_ref)
     parents = repo.commit_info(project.root, [sha])[sha]["parents"].split()
     if parents and parents[0] == tip:

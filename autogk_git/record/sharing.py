@@ -15,6 +15,9 @@ Pushing is left to the person: any `remote.<name>.push` setting replaces git's o
 plain `git push` sends, so autogk sets none (and removes the ones older versions set). The notes and
 experiment refs go up with `autogk sync --push` (fetch, merge, then push, so the push is a fast-forward)
 or by hand with the one-liner `push_command` spells (the README's "Share a run").
+
+A remote added after `init` gets the refspecs at the next `autogk sync`, or at once with
+`autogk remote add NAME URL` (git's own `remote add`, then `setup`) or `autogk remote setup NAME`.
 """
 from __future__ import annotations
 
@@ -63,6 +66,18 @@ def setup(root: Path, remote: str | None = None) -> list[str]:
                         f"({', '.join(mine)}); a plain `git push` is git's own again. Share notes with: "
                         f"autogk sync --push --remote {name}")
     return done
+
+
+def url(root: Path, remote: str) -> str | None:
+    """The remote's fetch URL, or None when there is no such remote."""
+    out = git_proc("remote", "get-url", remote, cwd=root)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def add(root: Path, remote: str, where: str) -> list[str]:
+    """`git remote add`, then autogk's fetch refspecs on it. Returns what was done."""
+    git("remote", "add", remote, where, cwd=root)
+    return [f"added remote {remote} ({where})", *setup(root, remote)]
 
 
 def push_command(remote: str) -> str:

@@ -24,8 +24,50 @@ def _client(project):
 
     uri = project.tracking_uri()
     if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        db = Path(uri[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+        if not db.exists():
+            _build_sqlite_store(db, project.artifact_root())
     return MlflowClient(tracking_uri=uri)
+
+
+BUILDING = ".building"
+
+
+def _build_sqlite_store(db: Path, artifacts: Path) -> None:
+    """Build a new SQLite store aside, then link it into place: whole or absent, never half built.
+
+    MLflow makes its tables with a chain of migrations that takes seconds; a process killed in between
+    (a loop's first result, a first `autogk sync`) left a store that every later command refused
+    ("table ... already exists", "out-of-date database schema") until a person moved it away.
+    `os.link` fails when the name exists, so of two processes building one at once the first's stays.
+    """
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    for old in db.parent.glob(f".{db.name}.*{BUILDING}*"):  # left by a killed builder
+        pid = old.name[len(db.name) + 2:].split(".", 1)[0]
+        if not (pid.isdigit() and _alive(int(pid))):
+            old.unlink(missing_ok=True)
+    tmp = db.with_name(f".{db.name}.{os.getpid()}{BUILDING}")
+    tmp.unlink(missing_ok=True)
+    try:
+        SqlAlchemyStore(f"sqlite:///{tmp}", str(artifacts)).engine.dispose()  # closes it: no journal left
+        try:
+            os.link(tmp, db)
+        except FileExistsError:
+            pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # The runs view a person opens (`autogk ui`): MLflow's shared view state, stored as an experiment tag
@@ -150,7 +192,8 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
         params = [Param(k, v) for k, v in _params(result).items()]
     else:
         run_id = run.info.run_id
-        params = []
+        # A run cut short may lack its params; MLflow refuses to change one, so only the missing go.
+        params = [Param(k, v) for k, v in _params(result).items() if k not in run.data.params]
     ts = 0
     metrics = [Metric(k, v, ts, 0) for k, v in metrics_of(result).items()]
     client.log_batch(run_id, metrics=metrics, params=params, tags=[RunTag(k, v) for k, v in tags.items()])
@@ -213,7 +256,10 @@ def describe_error(project, e: BaseException):
         hint = ("another process is writing to it (a loop, `autogk ui`, a second sync): wait for it and run "
                 "`autogk sync` again")
     elif "not a database" in low or "malformed" in low or "corrupt" in low or "no such table" in low \
-            or "can't locate revision" in low:
+            or "can't locate revision" in low or "out-of-date database schema" in low \
+            or ("table" in low and "already exists" in low):
+        # "table ... already exists", "out-of-date": a store left half built by a process killed while
+        # creating it (or made by another MLflow version). The notes rebuild it either way.
         store = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri
         hint = (f"the store is damaged; the notes are the source of truth, so rebuild it: "
                 f"mv {store} {store}.bad && autogk sync --full")
@@ -224,8 +270,9 @@ def describe_error(project, e: BaseException):
 
 
 def unlogged(project) -> list[tuple[str, int]]:
-    """(target, number) of experiments with a result note on a commit here but no active run: a loop
-    killed between the note and the run, or an MLflow outage. `autogk sync` logs them."""
+    """(target, number) of experiments with a result note on a commit here but no active, complete run:
+    a loop killed between the note and the run (or inside logging), or an MLflow outage. `autogk sync`
+    logs them."""
     from autogk_git.record.notes import parse_result
     from autogk_git.record.sharing import missing_commits
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS)
@@ -243,7 +290,7 @@ def unlogged(project) -> list[tuple[str, int]]:
         if exp is not None:
             for r in client.search_runs([exp.experiment_id], max_results=5000):
                 n = r.data.tags.get("autogk.number", "")
-                if n.isdigit():
+                if n.isdigit() and r.info.status not in ("RUNNING", "SCHEDULED"):  # not one cut short
                     logged.add(int(n))
         out += [(target, n) for n in sorted(numbers - logged)]
     return out
@@ -254,15 +301,21 @@ def check(project) -> None:
     _client(project).search_experiments(max_results=1)
 
 
-def synced_commits(project, target: str) -> set[str]:
+def logged_commits(project, target: str) -> dict[str, bool]:
+    """commit -> whether its run is complete. A run still RUNNING was cut short (a loop killed inside
+    `log_result`, after the run was created): it has the commit's tag but may lack figures and
+    artifacts, so sync completes it in place instead of skipping it or adding a second run."""
     client = _client(project)
     exp = client.get_experiment_by_name(experiment_name(target))
     if exp is None:
-        return set()
-    seen, token = set(), None
+        return {}
+    seen: dict[str, bool] = {}
+    token = None
     while True:
         page = client.search_runs([exp.experiment_id], max_results=1000, page_token=token)
-        seen.update(r.data.tags.get(TAG_COMMIT, "") for r in page)
+        for r in page:
+            commit = r.data.tags.get(TAG_COMMIT, "")
+            seen[commit] = seen.get(commit, False) or r.info.status not in ("RUNNING", "SCHEDULED")
         token = page.token
         if not token:
             return seen
