@@ -62,3 +62,15 @@ def subprocess_doctor(cwd, env) -> str:
     import subprocess
     return subprocess.run([str(BIN / "autogk"), "doctor"], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, **env}).stdout
+
+
+def test_a_remote_that_does_not_fetch_notes_is_named_with_the_command_that_sets_it_up(project, tmp_path):
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    git(project, "remote", "add", "hub", str(hub))  # plain git: no autogk refspecs on it
+    info = json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)
+    assert info["project"]["remotes_without_notes"] == ["hub"]
+    assert any("remote hub" in w and "autogk remote setup hub" in w for w in info["warnings"])
+    autogk_in(project, "remote", "setup", "hub")
+    info = json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)
+    assert info["project"]["remotes_without_notes"] == [] and not any("remote hub" in w for w in info["warnings"])

@@ -124,11 +124,15 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
     t = p.target("scale")
     bench = benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent), p.config,
                       seed=5)
-    assert bench["correct"] and list(bench["stages"]) == ["quick", "stride", "ab"]
+    # One job: the candidate screened on the quick workloads, then both kernels checked and timed on all.
+    assert bench["correct"] and list(bench["stages"]) == ["ab"]
     ab = bench["stages"]["ab"]["ab"]
     assert 2 <= ab["rounds"] <= 3 and ab["ci_low"] <= ab["ratio"] <= ab["ci_high"]
-    for w in bench["stages"]["stride"]["workloads"]["candidate"].values():
-        assert w["speedup_vs_reference"] > 0 and w["method"] == "host"
+    assert set(ab["phases"]) >= {"check", "timed", "verify"}
+    for label in ("parent", "candidate"):
+        ws = bench["stages"]["ab"]["workloads"][label]
+        assert len(ws) == len(t.workloads) and {w["status"] for w in ws.values()} == {"PASSED"}
+        assert all(w["method"] == "host" for w in ws.values())
     for w in bench["stages"]["ab"]["workloads"]["candidate"].values():
         assert w["ratio_vs_parent"] > 0 and len(w["samples_us"]) == ab["rounds"]
     assert bench["cost"]["gpu_s"] > 0
@@ -147,3 +151,34 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
     assert v["rounds"] == ab["rounds"] and v["gpu_s"] == bench["cost"]["gpu_s"]
     table = "\n".join(workload_table({"stages": bench["stages"], "skipped": []}))
     assert "ab" in table and "-" not in table.splitlines()[-1].split()[-1]  # ratio column filled
+
+
+def test_a_candidate_wrong_on_a_screen_workload_stops_the_one_job_there(project):
+    """No parent call and no timing once the screen (smallest and largest workload) fails; the verdict
+    names the workload, and coverage does not count the ones never run as checked."""
+    import subprocess
+    from autogk_git.bench.stages import benchmark
+    from autogk_git.loop.verdict import PairedRatioRule
+    from autogk_git.project import Project
+    from autogk_git.record.kernels import sources_at
+
+    kernel = project / "kernels" / "scale" / "kernel.py"
+    parent = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    kernel.write_text(kernel.read_text().replace("MASK = True", "MASK = False"))  # n=50: nothing written
+    subprocess.run(["git", "commit", "-qam", "no mask"], cwd=project, check=True)
+    cand = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    p = Project(project)
+    t = p.target("scale")
+    bench = benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent), p.config,
+                      seed=5)
+    n_of = {w["uuid"]: w["axes"]["n"] for w in t.workloads}
+    stage = bench["stages"]["ab"]
+    assert list(bench["stages"]) == ["ab"] and not bench["correct"]
+    cand_st = {n_of[u]: w["status"] for u, w in stage["workloads"]["candidate"].items()}
+    assert cand_st[50] == "INCORRECT_NUMERICAL" and cand_st[4096] == "PASSED"
+    assert {cand_st[n] for n in (100, 333, 1000)} == {"NOT_RUN"}
+    assert {w["status"] for w in stage["workloads"]["parent"].values()} == {"NOT_RUN"}
+    assert stage["ab"]["rounds"] == 0 and stage["ab"]["stopped"] == "screen failed"
+    assert bench["coverage"]["checked"] == 2
+    v = PairedRatioRule().decide(bench, p.config)
+    assert v["decision"] == "revert" and v["outcome"] == "incorrect" and "n=50" in v["reason"], v

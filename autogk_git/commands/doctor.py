@@ -117,6 +117,12 @@ def checks() -> dict[str, Any]:
                     out["problems"].append(f"target {name}: {e}")
             if "missing" in out["project"]["hooks"].values():
                 out["warnings"].append(HOOKS_WARNING)
+            from autogk_git.record import sharing
+            bare = [r for r in sharing.remotes(project.root) if not sharing.is_setup(project.root, r)]
+            out["project"]["remotes_without_notes"] = bare
+            for r in bare:  # a plain `git fetch` from it brings branches but no experiments or notes
+                out["warnings"].append(f"remote {r}: `git fetch` does not bring autogk's notes and experiment refs "
+                                       f"from it; to share through it: autogk remote setup {r}")
             uri = project.tracking_uri()
             made = not uri.startswith("sqlite:///") or Path(uri[len("sqlite:///"):]).exists()
             if cfg.tracking.enabled and out["packages"]["mlflow"] and made:  # a store not made yet is fine

@@ -170,10 +170,17 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
                 pts = [(0, parent0[u])] + pts
             if pts:
                 ax2.plot(*zip(*pts), marker=".", label=label[u])
-        ax2.set_ylabel("latency per workload (us)")
+        # Latencies span decades (microsecond decode to millisecond prefill): a log axis keeps every
+        # workload's trajectory readable, and the legend goes below the axes, never over the lines.
+        ax2.set_yscale("log")
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+        ax2.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax2.yaxis.set_minor_formatter(NullFormatter())
+        ax2.set_ylabel("latency per workload (us, log)")
         ax2.set_title("per-workload latency of every experiment", fontsize=9)
         if order:
-            ax2.legend(fontsize=7, ncol=4)
+            ax2.legend(fontsize=6.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     else:
         xs = [r.number for r in items]
         passed = [sum(1 for c in table[r.number].values() if c["status"] == "PASSED") for r in items]
@@ -216,7 +223,7 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
     if timed:
         ax2.set_xlim(ax.get_xlim())
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    fig.savefig(png, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return summary
 
