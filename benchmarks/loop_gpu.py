@@ -87,22 +87,10 @@ def short_error(e: BaseException) -> str:
 def descendants(pid: int) -> list[int]:
     """Every process below pid (by /proc's parent links): bench workers start their own process
     groups, so ending the group of the process this script started would leave them running."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from autogk_git.bench import hygiene
+    return hygiene.descendants(pid)
 
 
 def end_tree(proc: subprocess.Popen) -> None:
