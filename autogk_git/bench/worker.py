@@ -870,7 +870,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     warm_outs = alloc_outputs(definition, axes, device, 0)
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     if checked is None:
-        checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 1)), len(sets)))
+        checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 2)), len(sets)))
     ref_cache = {} if ref_cache is None else ref_cache
     saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
     t0 = time.perf_counter()
@@ -949,8 +949,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 continue
             order = [base, cand]
             rng.shuffle(order)
-            # The same sets' outputs are compared for both labels, each reference output made once.
-            checked = rng.sample(range(n), min(int(settings.get("verify_sets", 1)), n))
+            # The same sets' outputs are compared for both labels, each reference output made once
+            # (two sets a round, picked here at random: a kernel wrong on some timed calls is caught
+            # more often than with one; every timed call's outputs are checked for the poison).
+            checked = rng.sample(range(n), min(int(settings.get("verify_sets", 2)), n))
             ref_cache: dict = {}
             while True:
                 if method[u] not in timers:
