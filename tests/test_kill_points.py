@@ -276,3 +276,25 @@ def test_a_lock_file_left_by_a_killed_git_names_the_fix(project):
     again = autogk_in(project, "iterate", "-n", "0", "--max-time", "0.001", "--agent", "tune", env=env).stdout
     assert "#0001 kept: merged into main" in again, again
     assert "Autogk-Experiment: 1\n" in git(project, "log", "-1", "--format=%B", "main")
+
+
+def test_resume_logs_the_run_of_an_experiment_whose_note_was_written_without_one(project):
+    """The state a kill between the note and the run leaves (here made without a kill: the hook
+    benchmarks a hand-made experiment with MLflow off): the next `iterate` resumes it and logs its
+    run itself, so the table is whole before any `autogk sync`."""
+    git(project, "checkout", "-qb", "autogk/scale/0001-smaller-block")
+    k = project / "kernels" / "scale" / "kernel.py"
+    k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 32"))
+    subprocess.run(["git", "commit", "-qam", "smaller block"], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_BENCH_HOOK_MODE": "foreground", "AUTOGK_TRACKING_ENABLED": "false"})
+    sha = git(project, "rev-parse", "HEAD").strip()
+    assert git(project, "notes", "--ref", "autogk/results", "list", sha).strip()  # the note is there
+    assert not (project / "mlruns" / "mlflow.db").exists()                         # no run anywhere
+    out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert "#0001: its MLflow run is missing or cut short; logging it" in out, out
+    runs = active_runs(project)
+    assert [(r["number"], r["commit"], r["status"]) for r in runs] == [(1, sha, "FINISHED")], runs
+    # Resumed again (nothing left open) or synced: still one run.
+    autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001")
+    assert json.loads(autogk(project, "sync", "--json").stdout)["logged"] == 0
+    assert len(active_runs(project)) == 1

@@ -176,6 +176,21 @@ def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str |
         return None
 
 
+def log_if_missing(project: Project, result: dict[str, Any], say: Say) -> None:
+    """For a resumed experiment: its note was written, but a kill may have come before (or inside)
+    its MLflow logging. Logs it now, so the table is whole without waiting for `autogk sync`."""
+    if not project.config.tracking.enabled:
+        return
+    try:
+        from autogk_git.tracking.mlflow_store import is_logged
+        if is_logged(project, result):
+            return
+    except Exception:  # noqa: BLE001 - an unusable store: log_to_tracking below says so, once
+        pass
+    say(f"#{result.get('experiment', 0):04d}: its MLflow run is missing or cut short; logging it")
+    log_to_tracking(project, result, say)
+
+
 def merge_message(result: dict[str, Any]) -> str:
     v = result["verdict"]
     return (f"autogk: keep {result['target']} #{result['experiment']:04d}: {result['hypothesis']}\n\n"

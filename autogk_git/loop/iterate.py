@@ -57,6 +57,8 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
         entry = {"number": number, "commit": tip}
         if e.state != "open":
             result = ex.load_result(project, e.sha)
+            if result:
+                ex.log_if_missing(project, result, say)
             if result and e.state == "kept":
                 ex.conclude(project, ref, e.sha, result, say)
             else:
@@ -74,6 +76,8 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
         if result is None:
             say(f"#{number:04d}: committed but not benchmarked; benchmarking {tip[:10]} now")
             result = ex.evaluate(project, target, number, tip, e.branch, say)
+        else:
+            ex.log_if_missing(project, result, say)
         tip, result = refresh_if_stale(project, target, number, e.branch, tip, result, say)
         outcome = ex.conclude(project, ref, tip, result, say)
         done.append({**entry, "commit": tip, "hypothesis": result.get("hypothesis", ""),

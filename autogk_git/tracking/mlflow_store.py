@@ -269,6 +269,16 @@ def describe_error(project, e: BaseException):
     return AutogkError(f"the MLflow store {uri} could not be used ({text}); the result notes are intact", hint)
 
 
+def is_logged(project, result: dict[str, Any]) -> bool:
+    """The result note's commit has a complete run (not one cut short by a kill)."""
+    client = _client(project)
+    exp = client.get_experiment_by_name(experiment_name(result["target"]))
+    if exp is None:
+        return False
+    run = _find_run(client, exp.experiment_id, result["commit"])
+    return run is not None and run.info.status not in ("RUNNING", "SCHEDULED")
+
+
 def unlogged(project) -> list[tuple[str, int]]:
     """(target, number) of experiments with a result note on a commit here but no active, complete run:
     a loop killed between the note and the run (or inside logging), or an MLflow outage. `autogk sync`
