@@ -194,6 +194,7 @@ def mark_owner(folder: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """autogk_git.procs.pid_alive, again: this file ships beside the worker, standard library only."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -5,8 +5,9 @@ for (rather than skip, or run twice) an experiment whose benchmark is still runn
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from autogk_git.procs import pid_alive
 
 LOOP_ENV = "AUTOGK_LOOP"
 """Set on the loop's own commits: the hooks leave those to the loop, which benchmarks them itself."""
@@ -23,9 +24,6 @@ def running_bench_pid(state_dir: Path, sha: str) -> int | None:
     p = state_dir / "bench" / f"{sha}.pid"
     try:
         pid = int(p.read_text().strip())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError):
+    except (FileNotFoundError, ValueError):
         return None
-    except PermissionError:
-        return pid
+    return pid if pid_alive(pid) else None

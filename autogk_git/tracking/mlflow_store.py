@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
+from autogk_git.procs import pid_alive
 from autogk_git.record import refs
 
 TAG_COMMIT = "autogk.commit"
@@ -46,7 +47,7 @@ def _build_sqlite_store(db: Path, artifacts: Path) -> None:
 
     for old in db.parent.glob(f".{db.name}.*{BUILDING}*"):  # left by a killed builder
         pid = old.name[len(db.name) + 2:].split(".", 1)[0]
-        if not (pid.isdigit() and _alive(int(pid))):
+        if not (pid.isdigit() and pid_alive(int(pid))):
             old.unlink(missing_ok=True)
     tmp = db.with_name(f".{db.name}.{os.getpid()}{BUILDING}")
     tmp.unlink(missing_ok=True)
@@ -58,16 +59,6 @@ def _build_sqlite_store(db: Path, artifacts: Path) -> None:
             pass
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # The runs view a person opens (`autogk ui`): MLflow's shared view state, stored as an experiment tag
