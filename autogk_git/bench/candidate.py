@@ -1,7 +1,7 @@
 """The candidate's process: imports one kernel and runs it on what the judge sends. It ships beside
 the worker (the judge) and needs the standard library, torch and triton only.
 
-    python candidate.py FD KERNEL_DIR LABEL DEVICE MEM_LIMIT_BYTES [WARM_PROFILER]
+    python candidate.py FD KERNEL_DIR ALIAS DEVICE MEM_LIMIT_BYTES [WARM_PROFILER]
 
 FD is this end of a socket pair the judge holds the other end of (a multiprocessing Connection,
 so torch's reductions share tensors: shared memory on CPU, CUDA IPC on a GPU). The judge owns the
@@ -56,7 +56,7 @@ def _on(stream):
 
 
 def main(argv: list[str]) -> int:
-    fd, kdir, label, device = int(argv[0]), Path(argv[1]), argv[2], argv[3]
+    fd, kdir, alias, device = int(argv[0]), Path(argv[1]), argv[2], argv[3]
     mem = int(argv[4]) if len(argv) > 4 else 0
     warm_profiler = len(argv) > 5 and argv[5] == "1"
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
         W.warm_profiler()  # its first start costs seconds: pay it now, beside the other label's process
     conn = Connection(fd)
     try:
-        mod = W.load_module(label, kdir, "kernel.py")
+        mod = W.load_module(alias, kdir, "kernel.py")
         run = getattr(mod, "run", None)
         if not callable(run):
             raise W.KernelFailure(W.Status.COMPILE_ERROR, "kernel.py defines no run() function")

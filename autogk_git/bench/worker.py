@@ -27,6 +27,7 @@ import math
 import os
 import platform
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -459,8 +460,12 @@ class RemoteKernel:
                  emit, startup_s: float = 300.0, warm_profiler: bool = False) -> None:
         self.label, self.device, self.env, self.mem_limit = label, device, env, int(mem_limit or 0)
         self.warm_profiler = warm_profiler
-        self.dir = write_files(label, files, root)
-        self.log = root / f"{label}.log"
+        # What the kernel's process can see (its folder, file, module name, arguments, the logs beside
+        # it) names a random alias, never the label: a kernel that knew it ran as the parent could run
+        # slowly there and make every candidate look faster.
+        self.alias = "k" + secrets.token_hex(6)
+        self.dir = write_files(self.alias, files, root)
+        self.log = root / f"{self.alias}.log"
         self.emit = emit
         self.startup_s = startup_s
         self.proc: subprocess.Popen | None = None
@@ -476,7 +481,7 @@ class RemoteKernel:
         from multiprocessing.connection import Connection
         a, b = socket.socketpair()
         script = HERE / "candidate.py"
-        cmd = [sys.executable, str(script), str(b.fileno()), str(self.dir), self.label, self.device,
+        cmd = [sys.executable, str(script), str(b.fileno()), str(self.dir), self.alias, self.device,
                str(self.mem_limit), "1" if self.warm_profiler else "0"]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, cwd=str(self.dir), env=self.env, stdin=subprocess.DEVNULL,
