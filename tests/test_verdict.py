@@ -91,9 +91,14 @@ def test_regression_and_inconclusive_revert_by_default():
 
 
 def test_incorrect_or_implausibly_fast_never_keeps():
-    for status in ("INCORRECT_NUMERICAL", "BELOW_FLOOR", "TIMEOUT", "NOT_DESTINATION_PASSING", "STREAM_ORDER"):
+    for status in ("INCORRECT_NUMERICAL", "BELOW_FLOOR", "TIMEOUT", "NOT_DESTINATION_PASSING", "STREAM_ORDER",
+                   "NOT_RUN"):
         v = PairedRatioRule().decide(bench(0.5, 0.6, status=status), cfg(inconclusive="keep"))
         assert v["decision"] == "revert" and status in v["reason"], status
+    # A workload never run, and no paired timing (the ab job stopped early): not a keep either, even
+    # where an inconclusive timing would be kept.
+    v = PairedRatioRule().decide(bench(0, 0, status="NOT_RUN", ab=False), cfg(inconclusive="keep"))
+    assert v["decision"] == "revert" and "NOT_RUN" in v["reason"], v
 
 
 def test_no_paired_timing_follows_the_inconclusive_policy():

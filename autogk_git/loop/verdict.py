@@ -39,13 +39,16 @@ def first_failure(bench: dict[str, Any]) -> tuple[str, str, str] | None:
     Anything but PASSED fails: a harness status (the reference or the inputs could not be made) is
     not the kernel's fault, but a kernel nobody could check is not a correct one. Its `why` starts
     with "harness error: "."""
+    not_run = None
     for stage, res in bench.get("stages", {}).items():
         for uuid, w in (res.get("workloads", {}).get("candidate") or {}).items():
             status = w.get("status", "")
-            if status not in ("PASSED", "NOT_RUN"):  # NOT_RUN: stopped by a failure found elsewhere
+            if status == "NOT_RUN":  # stopped by a failure found elsewhere: that one is the reason
+                not_run = not_run or (stage, uuid, f"{status}: {w.get('message', '')}")
+            elif status != "PASSED":
                 why = f"{status}: {w.get('message', '')}"
                 return stage, uuid, (f"harness error: {why}" if is_harness(status) else why)
-    return None
+    return not_run  # never run and nothing else failed: still not a correct kernel
 
 
 def _failure_verdict(fail: tuple[str, str, str], axes: dict[str, dict] | None) -> tuple[str, str]:
