@@ -9,6 +9,7 @@ import pytest
 from autogk_git import config as config_mod
 from autogk_git.bench.backends import get_backend, local
 from autogk_git.errors import ConfigError
+from conftest import git
 
 
 @pytest.fixture(autouse=True)
@@ -107,23 +108,28 @@ class CpuTimedBackend:
         return out
 
 
-def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project):
-    import subprocess
+def bench_of_a_change(project, old: str, new: str):
+    """Commit one edit of the kernel; (project, target, benchmark of it against its parent on CPU)."""
     from autogk_git.bench.stages import benchmark
-    from autogk_git.commands.show import workload_table
-    from autogk_git.loop.verdict import PairedRatioRule
     from autogk_git.project import Project
+    from autogk_git.record.kernels import sources_at
 
     kernel = project / "kernels" / "scale" / "kernel.py"
-    parent = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
-    kernel.write_text(kernel.read_text().replace("BLOCK = 64", "BLOCK = 128"))
-    subprocess.run(["git", "commit", "-qam", "BLOCK 128"], cwd=project, check=True)
-    cand = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
-    from autogk_git.record.kernels import sources_at
+    parent = git(project, "rev-parse", "HEAD").strip()
+    kernel.write_text(kernel.read_text().replace(old, new))
+    git(project, "commit", "-qam", new)
+    cand = git(project, "rev-parse", "HEAD").strip()
     p = Project(project)
     t = p.target("scale")
-    bench = benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent), p.config,
-                      seed=5)
+    return p, t, benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent),
+                           p.config, seed=5)
+
+
+def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project):
+    from autogk_git.commands.show import workload_table
+    from autogk_git.loop.verdict import PairedRatioRule
+
+    p, t, bench = bench_of_a_change(project, "BLOCK = 64", "BLOCK = 128")
     # One job: the candidate screened on the quick workloads, then both kernels checked and timed on all.
     assert bench["correct"] and list(bench["stages"]) == ["ab"]
     ab = bench["stages"]["ab"]["ab"]
@@ -156,21 +162,9 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
 def test_a_candidate_wrong_on_a_screen_workload_stops_the_one_job_there(project):
     """No parent call and no timing once the screen (smallest and largest workload) fails; the verdict
     names the workload, and coverage does not count the ones never run as checked."""
-    import subprocess
-    from autogk_git.bench.stages import benchmark
     from autogk_git.loop.verdict import PairedRatioRule
-    from autogk_git.project import Project
-    from autogk_git.record.kernels import sources_at
 
-    kernel = project / "kernels" / "scale" / "kernel.py"
-    parent = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
-    kernel.write_text(kernel.read_text().replace("MASK = True", "MASK = False"))  # n=50: nothing written
-    subprocess.run(["git", "commit", "-qam", "no mask"], cwd=project, check=True)
-    cand = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
-    p = Project(project)
-    t = p.target("scale")
-    bench = benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent), p.config,
-                      seed=5)
+    p, t, bench = bench_of_a_change(project, "MASK = True", "MASK = False")  # n=50: nothing written
     n_of = {w["uuid"]: w["axes"]["n"] for w in t.workloads}
     stage = bench["stages"]["ab"]
     assert list(bench["stages"]) == ["ab"] and not bench["correct"]
