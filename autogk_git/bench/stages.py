@@ -1,7 +1,8 @@
 """The stages of one experiment's benchmark: quick (correctness gate), stride (timed screen), ab or full.
 
 Each stage is one job on the backend. A stage that finds the candidate incorrect ends the run: no
-time is spent timing a wrong kernel. The subsets (quick, stride) only screen; what a verdict rests on
+time is spent timing a wrong kernel. Timed against a parent (objective not `contest`), the whole
+benchmark is the ab job alone, which screens the candidate on the quick workloads itself first. The subsets (quick, stride) only screen; what a verdict rests on
 covers every workload the backend can run: the ab stage checks and times all of them against the
 parent, and where nothing is timed the full stage checks the ones quick did not. `coverage` in the
 result says which workloads were checked and timed, and why any other was not.
@@ -68,11 +69,12 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
 
     A keep is decided on every workload the backend can run; the subsets only screen early:
       quick   the smallest and the largest workload: a cheap correctness gate;
-      stride  (timed backends) every k-th workload timed against the reference: a screen that may
-              reject, never keep (every runnable workload under `objective = "contest"`, whose score
-              needs the reference's time on each);
+      stride  (timed backends without a parent, or `objective = "contest"`, whose score needs the
+              reference's time on each workload) every k-th (under contest: every) workload timed
+              against the reference: a screen that may reject, never keep;
       ab      (timed, with a parent) parent and candidate checked and timed, paired, on EVERY runnable
-              workload;
+              workload; without contest it is the only job: it runs the quick gate itself first, and
+              checks the parent (judged in full when it was kept) on one input set;
       full    (otherwise) correctness on every runnable workload the stages above did not check.
 
     The caller hands both kernels' sources: bench never reads git (the loop resolves them).
