@@ -1076,6 +1076,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
     """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
     stage = job["stage"]
     settings = job.get("settings", {})
+    for k in [k for k in PHASES if k != "start"]:  # in-process callers run several jobs: count this one's
+        del PHASES[k]
     t_check = time.perf_counter()
     screened: dict = {}
     if stage == "ab" and settings.get("screen"):
