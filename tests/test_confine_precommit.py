@@ -39,6 +39,7 @@ REFUSED = {
     "commit -a": ([], ["-am", "sneak the README in"]),
     "commit --only PATH": ([("add", KERNEL)], ["--only", "README.md", "-m", "sneak"]),
     "commit -- PATH": ([], ["-m", "sneak", "--", "README.md"]),
+    "commit --include PATH": ([("add", KERNEL)], ["--include", "README.md", "-m", "sneak"]),
 }
 ACCEPTED = {
     "commit -a": ([("checkout", "--", "README.md")], ["-am", "BLOCK 128"]),
@@ -67,3 +68,11 @@ def test_a_commit_of_the_kernel_alone_is_accepted(branch, how):
     proc = commit(branch, *args)
     assert proc.returncode == 0, proc.stderr
     assert committed(branch) == [KERNEL]
+
+
+def test_commit_a_on_the_trunk_is_not_guarded(project):
+    (project / ".git" / "hooks" / "post-commit").unlink()
+    (project / "notes.txt").write_text("x\n")
+    git(project, "add", "notes.txt")
+    (project / "notes.txt").write_text("y\n")
+    assert commit(project, "-am", "a note").returncode == 0
