@@ -1,6 +1,8 @@
 """Small pure pieces: ref names, tunables, result notes."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autogk_git import tunables
@@ -44,3 +46,32 @@ def test_result_note_has_a_human_line_and_survives_concatenation():
     assert notes.parse_result(both, "abc") == res
     assert notes.parse_result(stale + "\n", "abc") is None
     assert notes.parse_result("no json here") is None
+
+
+def test_the_judge_caches_bytecode_only_where_the_installed_torch_has_none(tmp_path, monkeypatch):
+    from autogk_git.bench import hygiene
+    pkg = tmp_path / "site" / "fakepkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert not hygiene._has_bytecode("fakepkg")
+    monkeypatch.setattr(hygiene, "_has_bytecode", lambda name: False)
+    env = hygiene.bytecode_cache({"HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}, "judge")
+    ours = tmp_path / ".cache" / "autogk" / "pycache"
+    assert env["PYTHONPYCACHEPREFIX"] == str(ours / "judge") and "PYTHONDONTWRITEBYTECODE" not in env
+    # a kernel's processes get a folder of their own: they never write what the judge imports
+    assert hygiene.bytecode_cache(dict(env), "kernels")["PYTHONPYCACHEPREFIX"] == str(ours / "kernels")
+    # the user's own prefix is left alone, and so is an install that has its bytecode
+    mine = {"HOME": str(tmp_path), "PYTHONPYCACHEPREFIX": "/elsewhere"}
+    assert hygiene.bytecode_cache(dict(mine), "judge") == mine
+    monkeypatch.setattr(hygiene, "_has_bytecode", lambda name: True)
+    assert "PYTHONPYCACHEPREFIX" not in hygiene.bytecode_cache({"HOME": str(tmp_path)}, "judge")
+    # what was cached for a job's temp folders goes with the job; the rest stays
+    import tempfile
+    tmp = Path(tempfile.gettempdir()).resolve().relative_to("/")
+    job = ours / "kernels" / tmp / "autogk-worker-x" / "k1"
+    job.mkdir(parents=True)
+    keep = ours / "judge" / "usr" / "lib"
+    keep.mkdir(parents=True)
+    hygiene.drop_job_bytecode(env)
+    assert not (ours / "kernels" / tmp / "autogk-worker-x").exists() and keep.exists()

@@ -172,3 +172,71 @@ def test_a_screened_ab_job_checks_every_workload_and_the_parent_on_one_input_set
     # timed calls: warm-up + reps + host-latency calls per round, the same for both labels; the
     # correctness calls differ: the parent is called once per workload, the candidate trials + 2 times.
     assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2) - 1)
+
+
+def test_reference_calls_an_ab_job_makes():
+    """The first input set's reference output is shared by parent and candidate, and the timed calls'
+    outputs are read on `verify_sets` sets over the first min_rounds rounds (then one a round): with a
+    reference that loops in Python, these calls were most of a DSA experiment's time."""
+    base = W.load_reference(DEF)
+
+    def ref(*a):
+        ref.calls[0] += 1
+        return base(*a)
+    ref.calls = [0]
+    j = job("ab", workloads=WLS[:2], parent_light=True, trials=2, min_rounds=3, max_rounds=3, verify_sets=2)
+    recs, _, _ = W_run_with_reference(j, {"parent": honest, "candidate": honest}, ref)
+    assert {r["status"] for r in recs.values()} == {"PASSED"}
+    # per workload: the candidate's 2 sets (the parent's one set is the first of them) + the set
+    # refilled in the same buffers + 2 verified timed calls.
+    assert ref.calls[0] == 2 * (2 + 1 + 2)
+
+
+def W_run_with_reference(j, kernels, reference):
+    recs = {}
+
+    def emit(**r):
+        if r.pop("event") == "done":
+            recs[f"{r['label']}:{r['uuid']}"] = r
+    W.run_timed(j, {k: (v, None) for k, v in kernels.items()}, W.Inputs(j, "cpu", None), reference, "cpu", None, emit)
+    return recs, None, None
+
+
+def test_the_verify_plan_reads_some_early_rounds_at_random_and_every_later_one():
+    import random
+    plans = [W.verify_plan({"min_rounds": 5, "verify_sets": 3}, ["a", "b"], random.Random(s)) for s in range(40)]
+    for p in plans:
+        assert p["early"] == 5
+        for u in ("a", "b"):
+            assert sum(p[u].values()) == 3 and set(p[u]) <= set(range(5))
+    # the rounds vary, so a kernel cannot know which of its timed calls are read
+    assert len({tuple(sorted(p["a"].items())) for p in plans}) > 5
+    # rounds after the early ones: one verified call each (timed_rounds' default for a missing round)
+    assert all(5 not in p["a"] for p in plans)
+
+
+def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
+    """Right for every correctness call and the early rounds' timed calls, then wrong (not NaN, so the
+    poison check cannot see it): a later round's verified call catches it."""
+    def wrong_late(n):
+        calls = [0]
+
+        def run(x, bias, scale, out):
+            calls[0] += 1
+            torch.add(x * scale, bias, out=out)
+            if calls[0] > n:
+                out.zero_()
+        return run
+    plan = W.verify_plan
+    # one early round, and it reads nothing: only the later rounds' one-a-round reads can catch it
+    monkeypatch.setattr(W, "verify_plan", lambda s, u, rng: {**plan({**s, "min_rounds": 1}, u, rng),
+                                                            **{x: {} for x in u}})
+    j = job("ab", workloads=WLS[:1], trials=2, min_rounds=4, max_rounds=4)
+    # correctness: 2 trials + 2 repeats = 4 calls; a round: 1 warm-up + 4 reps + 10 host calls = 15
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(4 + 2 * 15)})
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"]
+    # and without the later rounds' reads it would have passed: the plan alone reads nothing
+    monkeypatch.setattr(W, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(4 + 2 * 15)})
+    assert recs[f"candidate:{WLS[0]['uuid']}"]["status"] == "PASSED"

@@ -146,4 +146,7 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     os.environ.pop("PYTHONSTARTUP", None)
+    if os.environ.get("AUTOGK_PROFILE_DIR"):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        sys.exit(_sibling("worker").profiled(main, sys.argv[1:], "kernel"))
     sys.exit(main(sys.argv[1:]))

@@ -44,6 +44,55 @@ def scrub_env(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, st
     return {k: v for k, v in env.items() if not is_secret_name(k, extra)}
 
 
+PYCACHE_VAR = "PYTHONPYCACHEPREFIX"
+
+
+def bytecode_cache(env: dict[str, str], role: str) -> dict[str, str]:
+    """env, with Python's bytecode cache pointed at autogk's own folder (one per role: "judge",
+    "kernels", so a kernel's process never writes what the judge imports) where the installed torch
+    has no bytecode of its own: on the H200 machine (a read-only environment) the judge and each
+    kernel process compiled ~900 torch modules from source at every start, ~2.5 s each. Left alone
+    where a prefix is set by the user or torch's bytecode is there."""
+    ours = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache") / "autogk" / "pycache"
+    current = env.get(PYCACHE_VAR)
+    if current and not current.startswith(str(ours)):
+        return env
+    if not current and _has_bytecode("torch"):
+        return env
+    env[PYCACHE_VAR] = str(ours / role)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def drop_job_bytecode(env: Mapping[str, str]) -> None:
+    """Remove the bytecode cached for autogk's temp folders (the judge's helpers, each kernel's files)
+    under the cache `bytecode_cache` set: they are never imported again."""
+    prefix = env.get(PYCACHE_VAR)
+    if not prefix or Path(prefix).parent.name != "pycache":
+        return
+    tmp = Path(tempfile.gettempdir()).resolve().relative_to("/")
+    for role in Path(prefix).parent.iterdir():
+        try:
+            stale = [d for d in (role / tmp).iterdir() if d.name.startswith("autogk-")]
+        except OSError:
+            continue
+        for d in stale:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _has_bytecode(package: str) -> bool:
+    import importlib.util
+    import sys
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return True  # nothing to speed up
+    if spec is None or not spec.origin:
+        return True
+    origin = Path(spec.origin)
+    return (origin.parent / "__pycache__" / f"{origin.stem}.{sys.implementation.cache_tag}.pyc").exists()
+
+
 def secret_values(env: Mapping[str, str], extra: Iterable[str] = ()) -> list[str]:
     """The values to redact, longest first (so a value containing another is replaced whole)."""
     extra = list(extra)

@@ -141,7 +141,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     hide = sorted(set(hygiene.secret_values(os.environ, extra)) | set(hygiene.secret_values(env, extra)),
                   key=len, reverse=True)
     tag = secrets.token_hex(16)
-    judge_env = hygiene.scrub_env(env, extra)
+    judge_env = hygiene.bytecode_cache(hygiene.scrub_env(env, extra), "judge")
     judge_env[hygiene.TAG_VAR] = tag
     wl_limit = workload_limit(job, timeout_s)
     results: dict[str, dict[str, Any]] = {}
@@ -261,6 +261,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                                          f"kernel ran: {stderr_tail[-800:].strip()}"}
     finally:
         shutil.rmtree(d, ignore_errors=True)
+        hygiene.drop_job_bytecode(judge_env)
     labels: dict[str, dict[str, Any]] = {}
     for label in job["sources"]:
         labels[label] = {wl["uuid"]: results[f"{label}:{wl['uuid']}"] for wl in job["workloads"]}

@@ -134,8 +134,9 @@ class Inputs:
         except KeyError:
             raise HarnessFailure(f"safetensors file {path} has no tensor '{key}'") from None
 
-    def make(self, workload: dict, seed: int, on_device: bool = False) -> list:
-        """One fresh input set; on_device draws random data on the GPU (timed sets)."""
+    def make(self, workload: dict, seed: int, on_device: bool = True) -> list:
+        """One fresh input set; on_device draws random data on the device it is used on (on a GPU a
+        CPU draw of the largest sets took most of the correctness phase: H200, 2026-11-30)."""
         axes = resolve_axes(self.definition, workload)
         gen = torch.Generator(device=self.device if on_device else "cpu").manual_seed(seed)
         provided = {}
@@ -608,7 +609,7 @@ def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, R
     and with the judge's own); `ready_kernels` waits for the imports."""
     settings = job.get("settings", {})
     extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
-    env = hygiene.scrub_env(os.environ, extra)
+    env = hygiene.bytecode_cache(hygiene.scrub_env(os.environ, extra), "kernels")
     env["TMPDIR"] = str(root)  # the kernel's scratch files land in the judge's folder, removed with it
     kernels = {}
     for label, files in job["sources"].items():
@@ -628,11 +629,13 @@ def ready_kernels(kernels: dict[str, RemoteKernel]) -> None:
 
 
 def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
-              emit_done: bool) -> dict[str, dict]:
+              emit_done: bool, refs: SharedRefs | None = None) -> dict[str, dict]:
     """Correctness records for every (label, workload) asked for. Labels in their own processes are
     checked side by side (one judge thread each: the judge mostly waits on them); in-process ones
-    one after the other."""
+    one after the other. refs: the first set's reference outputs shared between labels (one is made
+    here when None)."""
     import threading
+    refs = refs if refs is not None else SharedRefs(len(kernels))
     recs: dict[str, dict] = {}
     errors: list[BaseException] = []
 
@@ -643,7 +646,8 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
                 if only is not None and key not in only:
                     continue
                 emit(event="start", label=label, uuid=wl["uuid"])
-                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
+                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device,
+                                               refs)
                 if emit_done:
                     emit(**recs[key])
         except BaseException as e:  # noqa: BLE001 - re-raised in the judge's main thread
@@ -707,7 +711,7 @@ def trial_seed(job: dict, wl_index: int, trial: int) -> int:
     return int(job.get("seed", 0)) * 1_000_003 + wl_index * 1009 + trial
 
 
-def make_inputs(inputs: Inputs, wl: dict, seed: int, on_device: bool = False) -> list:
+def make_inputs(inputs: Inputs, wl: dict, seed: int, on_device: bool = True) -> list:
     try:
         return inputs.make(wl, seed, on_device)
     except HarnessFailure:
@@ -716,8 +720,35 @@ def make_inputs(inputs: Inputs, wl: dict, seed: int, on_device: bool = False) ->
         raise HarnessFailure(f"could not make inputs: {short_tb(e)}") from e
 
 
+class SharedRefs:
+    """Reference outputs of the first input set of each workload, made once for the labels checked
+    side by side (an ab job's parent and candidate get the same first set): with a reference that
+    loops in Python (the DSA definitions: 0.2-0.4 s a call on the H200) that call was made twice.
+    Each entry goes after `uses` reads."""
+
+    def __init__(self, uses: int) -> None:
+        import threading
+        self.uses = uses
+        self._lock = threading.Lock()
+        self._entries: dict = {}
+
+    def get(self, key, make):
+        import threading
+        with self._lock:
+            e = self._entries.setdefault(key, {"lock": threading.Lock(), "value": None, "left": self.uses})
+        with e["lock"]:  # the other label waits for this one's reference instead of making its own
+            if e["value"] is None:
+                e["value"] = make()
+            value = e["value"]
+            e["left"] -= 1
+            if e["left"] <= 0:
+                with self._lock:
+                    self._entries.pop(key, None)
+        return value
+
+
 def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
-                   light: bool = False) -> dict:
+                   light: bool = False, refs: SharedRefs | None = None) -> dict:
     """Correctness on several fresh input sets for one (kernel, workload), then two calls that catch
     kernels that remember: the last inputs again (right only once, early return on inputs seen before)
     and new values in the same buffers (a cache keyed by pointer)."""
@@ -731,8 +762,12 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
     trials = 1 if light else int(settings.get("trials", 3))
     args, ref_out, outs = None, None, None
     for trial in range(trials):
-        args = make_inputs(inputs, wl, trial_seed(job, wl_index, trial))
-        ref_out = reference_outputs(reference, args)
+        seed = trial_seed(job, wl_index, trial)
+        args = make_inputs(inputs, wl, seed)
+        if trial == 0 and refs is not None:
+            ref_out = refs.get(seed, lambda: reference_outputs(reference, args))
+        else:
+            ref_out = reference_outputs(reference, args)
         outs = alloc_outputs(definition, axes, device, trial)
         try:
             s = check_once(run, args, ref_out, definition, axes, device, trial, tolerances, outs=outs)
@@ -915,6 +950,24 @@ def calls_per_round(job: dict, wl: dict) -> int:
     return max(2, min(int(settings.get("reps", 30)), budget // max(1, nbytes)))
 
 
+def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
+    """How many of each round's timed calls have their outputs compared with the reference's, per
+    workload: `verify_sets` in all over the first `min_rounds` rounds (rounds and calls drawn at
+    random, so a kernel cannot know which of its timed calls are read), then one in every later round
+    (a kernel that goes wrong after some number of calls is still read after it). Each verified call
+    costs a reference call, which for a reference that loops in Python (the DSA definitions) cost
+    more than the timing itself when every round verified two (H200, 2026-11-30)."""
+    early = max(1, int(settings.get("min_rounds", 5)))
+    plan: dict = {"early": early}
+    for u in uuids:
+        per_round: dict[int, int] = {}
+        for _ in range(max(1, int(settings.get("verify_sets", 2)))):
+            r = rng.randrange(early)
+            per_round[r] = per_round.get(r, 0) + 1
+        plan[u] = per_round
+    return plan
+
+
 def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
                  reference, device: str, emit, seq, rounds: int) -> tuple[dict, dict, float | None]:
     """Paired rounds: per round, every workload, both labels in random order on the same fresh values.
@@ -936,6 +989,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
     failures: dict[str, tuple[str, KernelFailure]] = {}
     tried: dict[str, set] = {}
+    verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
     for r in range(rounds):
         round_logs = []
         for i, wl in wls:
@@ -954,10 +1008,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 continue
             order = [base, cand]
             rng.shuffle(order)
-            # The same sets' outputs are compared for both labels, each reference output made once
-            # (two sets a round, picked here at random: a kernel wrong on some timed calls is caught
-            # more often than with one; every timed call's outputs are checked for the poison).
-            checked = rng.sample(range(n), min(int(settings.get("verify_sets", 2)), n))
+            # The same sets' outputs are compared for both labels, each reference output made once;
+            # which sets, and in which rounds, is drawn at random (verify_plan). Every timed call's
+            # outputs are checked for the poison.
+            checked = rng.sample(range(n), min(verify[u].get(r, 1 if r >= verify["early"] else 0), n))
             ref_cache: dict = {}
             while True:
                 if method[u] not in timers:
@@ -1023,7 +1077,7 @@ def die_if_context_lost(e: BaseException, device: str) -> None:
 
 
 def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict, inputs: Inputs, reference,
-                       device: str) -> dict:
+                       device: str, refs: SharedRefs | None = None) -> dict:
     t0 = time.perf_counter()
     rec = {"event": "done", "label": label, "uuid": wl["uuid"]}
     if load_error:
@@ -1032,7 +1086,8 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
         arm(run)
         try:
             light = label == "parent" and bool(job.get("settings", {}).get("parent_light"))
-            rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light))
+            rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light,
+                                                                     refs))
         except KernelFailure as e:
             rec.update(status=e.status, message=str(e))
         except HarnessFailure as e:  # never a pass: the kernel was not judged
@@ -1045,7 +1100,7 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
 
 
 def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only,
-                 emit) -> tuple[dict, bool]:
+                 emit, refs: SharedRefs | None = None) -> tuple[dict, bool]:
     """An ab job's cheap gate: the candidate alone on the `screen` workloads (the smallest and the
     largest) before anything else runs. Returns (their records, failed). When one failed, every
     other record is NOT_RUN, all are emitted with the (empty) timing summary, and the job is over."""
@@ -1053,7 +1108,7 @@ def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: st
     keys = {f"candidate:{u}" for u in screen if only is None or f"candidate:{u}" in only}
     if not keys:
         return {}, False
-    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=False)
+    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=False, refs=refs)
     failed = [(k, r) for k, r in recs.items() if r.get("status") != Status.PASSED]
     if not failed:
         return recs, False
@@ -1080,15 +1135,18 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         del PHASES[k]
     t_check = time.perf_counter()
     screened: dict = {}
+    refs = SharedRefs(len(kernels))  # the screen's workloads too: the largest has the slowest reference
     if stage == "ab" and settings.get("screen"):
-        screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit)
+        screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, refs)
         if failed:
             return
     rest = only
     if screened:
         everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
         rest = (everything if only is None else set(only)) - set(screened)
-    recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False)}
+    recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False,
+                                    refs=refs)}
+    del refs
     phase("check", t_check)
     cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
     if stage == "ab":
@@ -1248,8 +1306,11 @@ def main(argv: list[str]) -> int:
             run_timed(job, kernels, inputs, reference, device, only, emit)
         else:
             check_all(kernels, job, inputs, reference, device, only, emit, emit_done=True)
+        profiling = bool(os.environ.get("AUTOGK_PROFILE_DIR"))
         for k in remote.values():
-            k.close()
+            # Killed, not asked to exit: a graceful exit (the CUDA context's teardown) cost ~0.75 s a
+            # process on the H200. Asked only when profiling, so the process writes its profile.
+            k.close() if profiling else k.stop()
         emit(event="end")
     finally:
         end_children()
@@ -1257,5 +1318,34 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def profiled(fn, argv: list[str], tag: str) -> int:
+    """fn(argv), under cProfile when AUTOGK_PROFILE_DIR names a folder (benchmarks/profile_job.py):
+    the judge and each kernel process write TAG-PID.prof there, wall seconds per function."""
+    where = os.environ.get("AUTOGK_PROFILE_DIR")
+    if not where:
+        return fn(argv)
+    import cProfile
+    import threading
+    thread_run = threading.Thread.run
+
+    def run_profiled(self) -> None:  # the judge checks labels in threads of its own: each gets a file
+        p = cProfile.Profile()
+        p.enable()
+        try:
+            thread_run(self)
+        finally:
+            p.disable()
+            p.dump_stats(os.path.join(where, f"{tag}-{os.getpid()}-{self.name}.prof"))
+    if sys.version_info < (3, 12):  # from 3.12 one profile sees every thread, and a second one cannot start
+        threading.Thread.run = run_profiled
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        return fn(argv)
+    finally:
+        prof.disable()
+        prof.dump_stats(os.path.join(where, f"{tag}-{os.getpid()}.prof"))
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(profiled(main, sys.argv[1:], "judge"))
