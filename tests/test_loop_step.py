@@ -202,3 +202,20 @@ def test_the_parallel_loop_fires_research_and_follows_the_plan_like_the_serial_o
     assert agent.seen[2]["plan_id"] == report.research[0]["commit"] and all(s["artifact"] for s in agent.seen)
     third = next(e for e in report.experiments if e["number"] == 3)["commit"]
     assert f"Autogk-Plan: {report.research[0]['commit']}" in git(project, "log", "-1", "--format=%B", third)
+
+
+def test_the_tuner_tries_pairs_of_changes_once_every_single_change_was_tried(tmp_path):
+    src = "BLOCK = 64  # autogk: tune [32, 64]\nWARPS = 4  # autogk: tune [4, 8]\n"
+
+    def tried(cfg):
+        return {"experiment": 1, "tunables": cfg, "parent_tunables": {"BLOCK": 64, "WARPS": 4},
+                "stages": {"quick": {}}, "checked_workloads": ["u1"], "verdict": {"decision": "revert"}}
+    prop = _tune(tmp_path, src, [])
+    assert prop.hypothesis == "tune: WARPS 4 -> 8"  # an upward step first, as before
+    singles = [tried({"BLOCK": 32, "WARPS": 4}), tried({"BLOCK": 64, "WARPS": 8})]
+    prop = _tune(tmp_path, src, singles)
+    assert prop.changed and prop.hypothesis == "tune: WARPS 4 -> 8, BLOCK 64 -> 32"
+    assert (tmp_path / "t" / "kernel.py").read_text().startswith("BLOCK = 32  # autogk: tune [32, 64]\nWARPS = 8 ")
+    assert "none was kept" in prop.rationale
+    prop = _tune(tmp_path, src, singles + [tried({"BLOCK": 32, "WARPS": 8})])
+    assert not prop.changed and prop.hypothesis == "tuning exhausted"

@@ -1,4 +1,5 @@
-"""The offline tuner: no LLM. Changes one declared tunable per experiment, never repeating a tried config."""
+"""The offline tuner: no LLM. Changes one declared tunable per experiment (two, once every single change
+from the trunk has been tried), never repeating a tried config."""
 from __future__ import annotations
 
 import json
@@ -35,26 +36,39 @@ class TuneAgent:
             for k in ("tunables", "parent_tunables"):
                 if res.get(k):
                     tried.add(_key(res[k]))
-        # One step at a time: the nearest untried value of each tunable, nearest steps first.
-        moves = []
+        # One parameter at a time first (nearest values first): a one-parameter move from the best kept
+        # kernel isolates its effect. When every such move has been tried and none was kept, the trunk
+        # is a local optimum of single changes; pairs of changes then reach what interactions hide
+        # (more warps only pay with a larger block, ...), nearest pairs first.
+        steps = []
         for n, t in decl.items():
             idx = t.choices.index(t.value) if t.value in t.choices else 0
             for j, choice in enumerate(t.choices):
                 if choice != t.value:
-                    moves.append((abs(j - idx), j < idx, n, choice))
-        moves.sort(key=lambda m: (m[0], m[1], list(decl).index(m[2])))
-        for dist, _, name, choice in moves:
-            cand = dict(current, **{name: choice})
+                    steps.append((abs(j - idx), j < idx, list(decl).index(n), n, choice))
+        steps.sort()
+        singles = [(s[0], [s]) for s in steps]
+        pairs = [(a[0] + b[0], [a, b]) for k, a in enumerate(steps) for b in steps[k + 1:] if a[3] != b[3]]
+        pairs.sort(key=lambda m: (m[0], [x[2] for x in m[1]], [x[0] for x in m[1]]))
+        for dist, move in [*singles, *pairs]:
+            cand = dict(current, **{m[3]: m[4] for m in move})
             if _key(cand) in tried:
                 continue
-            path.write_text(tunables.set_value(source, name, choice))
-            hypothesis = f"tune: {name} {current[name]} -> {choice}"
+            text = source
+            for m in move:
+                text = tunables.set_value(text, m[3], m[4])
+            path.write_text(text)
+            hypothesis = "tune: " + ", ".join(f"{m[3]} {current[m[3]]} -> {m[4]}" for m in move)
             lines = [f"## Plan (tune agent, experiment {ctx.number:04d})", "",
-                     f"Current trunk configuration: `{_key(current)}`.",
-                     f"Change **{name}** from `{current[name]}` to `{choice}` ({dist} step(s) in its declared "
-                     f"choices {list(decl[name].choices)}).",
-                     f"Configurations already tried for this target: {len(tried)}.",
-                     "Why: a one-parameter move from the best kept kernel isolates the parameter's effect."]
+                     f"Current trunk configuration: `{_key(current)}`."]
+            lines += [f"Change **{m[3]}** from `{current[m[3]]}` to `{m[4]}` ({m[0]} step(s) in its declared "
+                      f"choices {list(decl[m[3]].choices)})." for m in move]
+            lines += [f"Configurations already tried for this target: {len(tried)}.",
+                      "Why: a one-parameter move from the best kept kernel isolates the parameter's effect."
+                      if len(move) == 1 else
+                      "Why: every one-parameter move from this kernel has been tried and none was kept; two "
+                      "changes at once reach what their interaction hides."]
             return Proposal(hypothesis, "\n".join(lines) + "\n")
-        return Proposal("tuning exhausted", f"every one-step change of `{_key(current)}` has been tried "
-                        f"({len(tried)} configurations); use another agent or widen the choices.", changed=False)
+        return Proposal("tuning exhausted", f"every one- and two-parameter change of `{_key(current)}` has been "
+                        f"tried ({len(tried)} configurations); use another agent or widen the choices.",
+                        changed=False)
