@@ -103,7 +103,8 @@ class CpuTimedBackend:
         job = dict(job, settings={**job["settings"], "timed": True, "device": "cpu", "reps": 2, "warmup": 1,
                                   "host_calls": 2, "min_rounds": 2, "max_rounds": 3})
         t0 = time.monotonic()
-        out = runner.run_worker(job, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), timeout_s)
+        out = runner.run_worker(job, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), timeout_s,
+                                on_progress=on_progress)
         out["gpu_s"] = round(time.monotonic() - t0, 3)
         return out
 
@@ -121,8 +122,11 @@ def bench_of_a_change(project, old: str, new: str):
     cand = git(project, "rev-parse", "HEAD").strip()
     p = Project(project)
     t = p.target("scale")
-    return p, t, benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent),
-                           p.config, seed=5)
+    lines = []
+    res = benchmark(t, CpuTimedBackend(), sources_at(p.root, t, cand), sources_at(p.root, t, parent),
+                    p.config, seed=5, progress=lines.append)
+    res["progress_lines"] = lines
+    return p, t, res
 
 
 def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project):
@@ -142,6 +146,13 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
     for w in bench["stages"]["ab"]["workloads"]["candidate"].values():
         assert w["ratio_vs_parent"] > 0 and len(w["samples_us"]) == ab["rounds"]
     assert bench["cost"]["gpu_s"] > 0
+    # The user sees the job go by: each check as it ends, each round, then the final statuses.
+    lines = bench.pop("progress_lines")
+    checked = [i for i, x in enumerate(lines) if " checked on " in x]
+    rounds = [i for i, x in enumerate(lines) if ": round " in x and "geomean candidate/parent so far" in x]
+    final = [i for i, x in enumerate(lines) if x.startswith("  ab ") and "/" in x.split(":")[0]]
+    assert len(checked) == 2 * len(t.workloads) and len(rounds) == ab["rounds"]
+    assert len(final) == 2 * len(t.workloads) and max(checked) < min(rounds) and max(rounds) < min(final)
     v = PairedRatioRule().decide(bench, p.config)
     # Host timing on a loaded CPU decides nothing in particular, but the verdict must follow its own
     # interval: keep only when the whole interval clears 1 - min_effect, revert when all of it is above 1.

@@ -49,7 +49,9 @@ POLL_S = 0.1
 
 OnProgress = Callable[[str, str, str, float], None]
 """on_progress(label, uuid, status, elapsed_s): called as each (label, workload) gets its status;
-elapsed_s counts from the job's start."""
+elapsed_s counts from the job's start. A timed job, whose statuses are final only after its rounds,
+also reports on the way: status "checked:STATUS" when a (label, workload) was checked, and label
+"round" (uuid "") with status "round N: ..." after each paired round."""
 
 
 class ProgressReader:
@@ -204,6 +206,10 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     inflight.pop(k, None)
                     if on_progress is not None:
                         on_progress(rec["label"], rec["uuid"], str(rec.get("status")), time.monotonic() - t_start)
+                elif ev == "checked" and on_progress is not None:
+                    on_progress(rec["label"], rec["uuid"], f"checked:{rec.get('status')}", time.monotonic() - t_start)
+                elif ev == "round" and on_progress is not None:
+                    on_progress("round", "", str(rec.get("message", "")), time.monotonic() - t_start)
                 elif ev in ("ab", "timing"):  # a timed stage's summary
                     summaries[ev] = {k2: v for k2, v in rec.items() if k2 != "event"}
                 elif ev == "fatal":

@@ -50,6 +50,12 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
         done = [0]
 
         def on_progress(label: str, uuid: str, status: str, elapsed_s: float) -> None:
+            if status.startswith("checked:"):  # a timed job's check, before its rounds
+                progress(f"  {stage}: {label} checked on {uuid[:8]}: {status.split(':', 1)[1]} ({elapsed_s:.1f} s)")
+                return
+            if label == "round":
+                progress(f"  {stage}: {status} ({elapsed_s:.1f} s)")
+                return
             done[0] += 1
             progress(f"  {stage} {done[0]}/{total}: {label} on {uuid[:8]}: {status} ({elapsed_s:.1f} s)")
     out = backend.run(job, config.bench.timeout_s, on_progress=on_progress)

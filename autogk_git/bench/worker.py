@@ -650,6 +650,8 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
                                                refs)
                 if emit_done:
                     emit(**recs[key])
+                else:  # final after the timed rounds; meanwhile the user sees the checks go by
+                    emit(event="checked", label=label, uuid=wl["uuid"], status=str(recs[key]["status"]))
         except BaseException as e:  # noqa: BLE001 - re-raised in the judge's main thread
             errors.append(e)
 
@@ -990,6 +992,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     failures: dict[str, tuple[str, KernelFailure]] = {}
     tried: dict[str, set] = {}
     verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
+    means: list[float] = []  # each round's mean log ratio over its workloads
     for r in range(rounds):
         round_logs = []
         for i, wl in wls:
@@ -1058,8 +1061,12 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
             del sets, warm, ref_cache
+        if round_logs:
+            means.append(math.fsum(round_logs) / len(round_logs))
+            emit(event="round", message=f"round {r + 1}: {len(round_logs)} workload(s) timed, geomean "
+                 f"{cand.label}/{base.label} so far {math.exp(math.fsum(means) / len(means)):.4f}")
         if seq is not None and round_logs:
-            if seq.add(math.fsum(round_logs) / len(round_logs)):
+            if seq.add(means[-1]):
                 break
     return fig, failures, timers["main"].bandwidth()
 
