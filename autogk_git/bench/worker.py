@@ -155,7 +155,7 @@ class Inputs:
             else:
                 shape = shape_of(spec, axes)
                 if shape is None:
-                    v = torch.randn((), generator=gen).item()
+                    v = torch.randn((), generator=gen, device=gen.device).item()
                 else:
                     v = random_tensor(shape, spec["dtype"], gen, self.device)
             values.append(v)
