@@ -75,3 +75,8 @@ def test_the_judge_caches_bytecode_only_where_the_installed_torch_has_none(tmp_p
     keep.mkdir(parents=True)
     hygiene.drop_job_bytecode(env)
     assert not (ours / "kernels" / tmp / "autogk-worker-x").exists() and keep.exists()
+    # a user's own prefix (even one named like ours) is never cleaned
+    theirs = tmp_path / "mine" / "pycache" / "judge"
+    (theirs.parent / "kernels" / tmp / "autogk-worker-y").mkdir(parents=True)
+    hygiene.drop_job_bytecode({"HOME": str(tmp_path), "PYTHONPYCACHEPREFIX": str(theirs)})
+    assert (theirs.parent / "kernels" / tmp / "autogk-worker-y").exists()
