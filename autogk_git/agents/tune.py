@@ -50,7 +50,7 @@ class TuneAgent:
         singles = [(s[0], [s]) for s in steps]
         pairs = [(a[0] + b[0], [a, b]) for k, a in enumerate(steps) for b in steps[k + 1:] if a[3] != b[3]]
         pairs.sort(key=lambda m: (m[0], [x[2] for x in m[1]], [x[0] for x in m[1]]))
-        for dist, move in [*singles, *pairs]:
+        for _, move in [*singles, *pairs]:
             cand = dict(current, **{m[3]: m[4] for m in move})
             if _key(cand) in tried:
                 continue

@@ -260,6 +260,11 @@ def describe_error(project, e: BaseException):
     return AutogkError(f"the MLflow store {uri} could not be used ({text}); the result notes are intact", hint)
 
 
+def _complete(run) -> bool:
+    """Not a run cut short: one left RUNNING by a process killed inside `log_result`."""
+    return run.info.status not in ("RUNNING", "SCHEDULED")
+
+
 def is_logged(project, result: dict[str, Any]) -> bool:
     """The result note's commit has a complete run (not one cut short by a kill)."""
     client = _client(project)
@@ -267,7 +272,7 @@ def is_logged(project, result: dict[str, Any]) -> bool:
     if exp is None:
         return False
     run = _find_run(client, exp.experiment_id, result["commit"])
-    return run is not None and run.info.status not in ("RUNNING", "SCHEDULED")
+    return run is not None and _complete(run)
 
 
 def unlogged(project) -> list[tuple[str, int]]:
@@ -291,7 +296,7 @@ def unlogged(project) -> list[tuple[str, int]]:
         if exp is not None:
             for r in client.search_runs([exp.experiment_id], max_results=5000):
                 n = r.data.tags.get("autogk.number", "")
-                if n.isdigit() and r.info.status not in ("RUNNING", "SCHEDULED"):  # not one cut short
+                if n.isdigit() and _complete(r):  # not one cut short
                     logged.add(int(n))
         out += [(target, n) for n in sorted(numbers - logged)]
     return out
@@ -316,7 +321,7 @@ def logged_commits(project, target: str) -> dict[str, bool]:
         page = client.search_runs([exp.experiment_id], max_results=1000, page_token=token)
         for r in page:
             commit = r.data.tags.get(TAG_COMMIT, "")
-            seen[commit] = seen.get(commit, False) or r.info.status not in ("RUNNING", "SCHEDULED")
+            seen[commit] = seen.get(commit, False) or _complete(r)
         token = page.token
         if not token:
             return seen
