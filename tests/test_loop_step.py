@@ -219,3 +219,41 @@ def test_the_tuner_tries_pairs_of_changes_once_every_single_change_was_tried(tmp
     assert "none was kept" in prop.rationale
     prop = _tune(tmp_path, src, singles + [tried({"BLOCK": 32, "WARPS": 8})])
     assert not prop.changed and prop.hypothesis == "tuning exhausted"
+
+
+def test_the_tuner_tries_the_pairs_its_single_changes_predict_best_first(tmp_path):
+    # The H200's indexer: the nearest pairs joined two clear slowdowns (1.12 x 1.12) while two neutral
+    # changes waited; the singles' measured ratios now order the pairs, nearest first among equals.
+    src = ("A = 2  # autogk: tune [1, 2, 3]\nB = 4  # autogk: tune [4, 8]\nC = 1  # autogk: tune [1, 2]\n")
+    start = {"A": 2, "B": 4, "C": 1}
+
+    def single(cfg, ratio=None, correct=True):
+        verdict = {"decision": "revert"} if ratio is None else {"decision": "revert", "ratio": ratio}
+        return {"experiment": 1, "tunables": dict(start, **cfg), "parent_tunables": start, "correct": correct,
+                "stages": {"ab": {}}, "checked_workloads": ["u1"], "verdict": verdict}
+    singles = [single({"A": 3}, 1.0006), single({"A": 1}, 0.9994), single({"B": 8}, 1.12),
+               single({"C": 2}, 0.9988)]
+    prop = _tune(tmp_path, src, singles)
+    assert prop.hypothesis == "tune: C 1 -> 2, A 2 -> 1"        # predicted 0.9982, the best
+    assert "Predicted ratio from the single changes: 0.9982" in prop.rationale
+    done = singles + [single({"A": 1, "C": 2})]
+    assert _tune(tmp_path, src, done).hypothesis == "tune: A 2 -> 3, C 1 -> 2"  # 0.9994 next
+    # A single that failed its checks puts its pairs last, after the clear slowdowns.
+    singles[3] = single({"C": 2}, None, correct=False)
+    order = []
+    hist = list(singles)
+    while True:
+        p = _tune(tmp_path, src, hist)
+        if not p.changed:
+            break
+        order.append(p.hypothesis)
+        moved = dict(start)
+        for part in p.hypothesis.removeprefix("tune: ").split(", "):
+            name, _, _, value = part.split(" ")
+            moved[name] = int(value)
+        hist.append(single({k: v for k, v in moved.items() if v != start[k]}))
+    assert order[:2] == ["tune: B 4 -> 8, A 2 -> 1", "tune: A 2 -> 3, B 4 -> 8"]
+    assert all("C 1 -> 2" in h for h in order[2:]) and len(order) == 5
+    # With no measured ratio (the CPU interpreter times nothing) the order is the nearest pairs' as before.
+    assert _tune(tmp_path, src, [single({"A": 3}), single({"A": 1}), single({"B": 8}), single({"C": 2})]
+                 ).hypothesis == "tune: A 2 -> 3, B 4 -> 8"

@@ -14,6 +14,29 @@ def _key(config: dict) -> str:
     return json.dumps(config, sort_keys=True)
 
 
+def _single_ratios(measured: list[dict], current: dict) -> dict[tuple[str, str], float]:
+    """(tunable, value) -> the objective ratio (candidate / parent) measured for the single change from
+    `current` to that value; a change that failed the checks counts as infinitely slow."""
+    out: dict[tuple[str, str], float] = {}
+    for res in measured:
+        parent, cand = res.get("parent_tunables"), res.get("tunables")
+        if not parent or not cand or _key(parent) != _key(current):
+            continue
+        diff = [n for n in cand if cand.get(n) != current.get(n)]
+        if len(diff) != 1 or set(cand) != set(current):
+            continue
+        verdict = res.get("verdict") or {}
+        if res.get("correct") is False:
+            ratio = float("inf")
+        else:
+            try:
+                ratio = float(verdict.get("ratio"))
+            except (TypeError, ValueError):
+                continue
+        out[(diff[0], _key(cand[diff[0]]))] = ratio
+    return out
+
+
 class TuneAgent:
     name = "tune"
 
@@ -39,7 +62,9 @@ class TuneAgent:
         # One parameter at a time first (nearest values first): a one-parameter move from the best kept
         # kernel isolates its effect. When every such move has been tried and none was kept, the trunk
         # is a local optimum of single changes; pairs of changes then reach what interactions hide
-        # (more warps only pay with a larger block, ...), nearest pairs first.
+        # (more warps only pay with a larger block, ...). Pairs go in the order their two singles'
+        # measured ratios predict (the product; 1 where a single has no ratio from this trunk), nearest
+        # first among equals: two neutral changes before one that was clearly slower.
         steps = []
         for n, t in decl.items():
             idx = t.choices.index(t.value) if t.value in t.choices else 0
@@ -47,10 +72,17 @@ class TuneAgent:
                 if choice != t.value:
                     steps.append((abs(j - idx), j < idx, list(decl).index(n), n, choice))
         steps.sort()
-        singles = [(s[0], [s]) for s in steps]
-        pairs = [(a[0] + b[0], [a, b]) for k, a in enumerate(steps) for b in steps[k + 1:] if a[3] != b[3]]
-        pairs.sort(key=lambda m: (m[0], [x[2] for x in m[1]], [x[0] for x in m[1]]))
-        for _, move in [*singles, *pairs]:
+        single_ratio = _single_ratios(measured, current)
+        singles = [[s] for s in steps]
+        pairs = [[a, b] for k, a in enumerate(steps) for b in steps[k + 1:] if a[3] != b[3]]
+
+        def predicted(move: list) -> float:
+            r = 1.0
+            for m in move:
+                r *= single_ratio.get((m[3], _key(m[4])), 1.0)
+            return r
+        pairs.sort(key=lambda m: (round(predicted(m), 4), m[0][0] + m[1][0], [x[2] for x in m], [x[0] for x in m]))
+        for move in [*singles, *pairs]:
             cand = dict(current, **{m[3]: m[4] for m in move})
             if _key(cand) in tried:
                 continue
@@ -68,6 +100,12 @@ class TuneAgent:
                       if len(move) == 1 else
                       "Why: every one-parameter move from this kernel has been tried and none was kept; two "
                       "changes at once reach what their interaction hides."]
+            if len(move) > 1:
+                known = [f"{m[3]} -> {m[4]}: {single_ratio[(m[3], _key(m[4]))]:.4f}" for m in move
+                         if (m[3], _key(m[4])) in single_ratio]
+                lines.append(f"Predicted ratio from the single changes: {predicted(move):.4f} (product of "
+                             f"the measured ones: {'; '.join(known) or 'none measured from this trunk'}); "
+                             "pairs are tried best predicted first.")
             return Proposal(hypothesis, "\n".join(lines) + "\n")
         return Proposal("tuning exhausted", f"every one- and two-parameter change of `{_key(current)}` has been "
                         f"tried ({len(tried)} configurations); use another agent or widen the choices.",
