@@ -198,7 +198,8 @@ def offline_sections(history: list[dict[str, Any]], kernel: str, inspector: dict
         strategy += " Untried one-step tunable moves remain; try them before restructuring."
     else:
         strategy += (" Every one-step tunable move has been tried: the tuner tries pairs of changes next, "
-                     "those whose single changes measured best first; a larger gain needs a structural change (an LLM agent or a person).")
+                     "those whose single changes measured best first; a larger gain needs a structural "
+                     "change (an LLM agent or a person).")
     avoid = []
     for r in history:
         v = r.get("verdict") or {}
