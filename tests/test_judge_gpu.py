@@ -70,3 +70,21 @@ def test_ab_with_two_kernel_processes_times_both():
         for r in out["labels"][label].values():
             assert r["status"] == Status.PASSED and r["latency_us"] > 0, (label, r)
     assert out["ab"]["rounds"] >= 3 and out["attempts"] == 1
+
+
+def test_a_kernel_that_patches_the_timer_in_its_process_is_tampered():
+    # Timings are made in the kernel's process: halving torch.profiler's kernel times, or shrinking
+    # the timer's L2 flush, would pass for a speedup. The seal made before the import catches both.
+    for name, what in (("scales_profiler_times", "Interval.elapsed_us"), ("shrinks_flush", "_flush_n")):
+        out = run("ab", {"parent": src("torch_honest"), "candidate": src(name)}, [BIG])
+        r = out["labels"]["candidate"][BIG["uuid"]]
+        assert r["status"] == Status.TAMPERED and what in r["message"], (name, r)
+        assert out["labels"]["parent"][BIG["uuid"]]["status"] == Status.PASSED
+
+
+@pytest.mark.parametrize("timer", ["cupti", "events", "cudagraph"])
+def test_the_seal_lets_honest_kernels_through_on_every_timer(timer):
+    out = run("ab", {"parent": src("honest"), "candidate": src("imports_dynamo")}, [SMALL, BIG], timer=timer)
+    for label in ("parent", "candidate"):
+        for r in out["labels"][label].values():
+            assert r["status"] == Status.PASSED and r["latency_us"] > 0, (timer, label, r)

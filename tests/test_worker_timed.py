@@ -240,3 +240,44 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     monkeypatch.setattr(W, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(4 + 2 * 15)})
     assert recs[f"candidate:{WLS[0]['uuid']}"]["status"] == "PASSED"
+
+
+def _cheat(name: str) -> dict:
+    return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
+
+
+def test_a_kernel_that_patches_what_calls_or_times_it_fails_with_tampered():
+    # The timings are made in the kernel's own process: a kernel can reach the judge's timer through
+    # sys.modules. Patched at import, or later during a call, it fails with TAMPERED; an honest kernel
+    # that imports torch._dynamo (which rewraps some torch functions) is no tampering.
+    names = ["torch_honest", "imports_dynamo", "patches_timer", "replaces_time_batch", "slows_clock_when_timed"]
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:2], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 3, "device": "cpu"},
+         "sources": {n: _cheat(n) for n in names}}
+    out = runner.run_worker(j, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), 300)
+    got = {label: list(w.values()) for label, w in out["labels"].items()}
+    assert {r["status"] for r in got["torch_honest"]} == {"PASSED"}
+    assert {r["status"] for r in got["imports_dynamo"]} == {"PASSED"}, got["imports_dynamo"]
+    for name, what in (("patches_timer", "worker.HostTimer.time_calls"), ("replaces_time_batch", "worker.time_batch")):
+        assert {r["status"] for r in got[name]} == {"TAMPERED"}, (name, got[name])
+        assert all(what in r["message"] and "may not patch" in r["message"] and "on import" in r["message"]
+                   for r in got[name]), got[name]
+    # Patched during its 8th call (the second workload's checks): that workload fails, and so would
+    # every later request of the process.
+    late = [out["labels"]["slows_clock_when_timed"][w["uuid"]] for w in WLS[:2]]
+    assert [r["status"] for r in late] == ["PASSED", "TAMPERED"], late
+    assert "time.perf_counter" in late[1]["message"] and "on import" not in late[1]["message"]
+
+
+def test_a_kernel_that_slows_the_clock_once_timed_is_not_faster_but_tampered():
+    # The same kernel in an ab job: honest through the checks, then from its 8th call on it divides
+    # the clock the host timer reads by 3 (a "3x speedup"). The seal sees the patch after that
+    # request, so no figure it made is sent.
+    j = job("ab", workloads=WLS[3:4], min_rounds=3, max_rounds=3)
+    j["sources"] = {"parent": _cheat("torch_honest"), "candidate": _cheat("slows_clock_when_timed")}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    c = out["labels"]["candidate"][WLS[3]["uuid"]]
+    assert c["status"] == "TAMPERED" and "time.perf_counter" in c["message"], c
+    assert c.get("ratio_vs_parent") is None
+    p = out["labels"]["parent"][WLS[3]["uuid"]]
+    assert p["status"] == "PASSED"

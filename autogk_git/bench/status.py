@@ -28,6 +28,9 @@ class Status(str, Enum):
     """The kernel did not finish within its workload's or the job's time limit."""
     BELOW_FLOOR = "BELOW_FLOOR"
     """Correct, but timed faster than the bytes it must move allow: the timing cannot be real."""
+    TAMPERED = "TAMPERED"
+    """The kernel replaced part of what calls or times it in its process (a function, constant or
+    state of the judge's helpers and timers, or a library call the timer makes)."""
     HARNESS_ERROR = "HARNESS_ERROR"
     """The harness could not make inputs or the reference's outputs: not the kernel's fault, never a pass."""
     NOT_RUN = "NOT_RUN"

@@ -458,9 +458,10 @@ class RemoteKernel:
     dps = True
 
     def __init__(self, label: str, files: dict, root: Path, device: str, env: dict, mem_limit: int,
-                 emit, startup_s: float = 300.0, warm_profiler: bool = False) -> None:
+                 emit, startup_s: float = 300.0, warm_profiler: bool = False, timer: str = "") -> None:
         self.label, self.device, self.env, self.mem_limit = label, device, env, int(mem_limit or 0)
         self.warm_profiler = warm_profiler
+        self.timer = timer  # the device timer's method, made (and sealed) before the kernel is imported
         # What the kernel's process can see (its folder, file, module name, arguments, the logs beside
         # it) names a random alias, never the label: a kernel that knew it ran as the parent could run
         # slowly there and make every candidate look faster.
@@ -483,7 +484,7 @@ class RemoteKernel:
         a, b = socket.socketpair()
         script = HERE / "candidate.py"
         cmd = [sys.executable, str(script), str(b.fileno()), str(self.dir), self.alias, self.device,
-               str(self.mem_limit), "1" if self.warm_profiler else "0"]
+               str(self.mem_limit), "1" if self.warm_profiler else "0", self.timer]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, cwd=str(self.dir), env=self.env, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log, pass_fds=[b.fileno()], start_new_session=True)
@@ -616,8 +617,9 @@ def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, R
         if only is not None and not any(k.startswith(f"{label}:") for k in only):
             continue
         timed = bool(settings.get("timed")) and job.get("stage") in ("stride", "ab")
+        method = settings.get("timer", "cupti") if timed and device.startswith("cuda") else ""
         kernels[label] = RemoteKernel(label, files, root, device, env, int(settings.get("memory_limit_bytes", 0)),
-                                      emit, warm_profiler=timed and settings.get("timer", "cupti") == "cupti")
+                                      emit, warm_profiler=method == "cupti", timer=method)
     for k in kernels.values():
         k.start()
     return kernels
