@@ -35,6 +35,7 @@ around one call, as flashinfer-bench 0.1.2's `Benchmark` times (it reports the m
 from __future__ import annotations
 
 import ctypes
+import gc
 import math
 from typing import Callable, Sequence
 
@@ -224,13 +225,21 @@ class DeviceTimer:
         for e in (*starts, *ends):  # created lazily on first record: prime them outside the profile
             e.record()
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for c, s, e in zip(calls, starts, ends):
-                self.flush()
-                s.record()
-                c()
-                e.record()
-            torch.cuda.synchronize()
+        # No garbage collection inside the timed window: a pause between a call's two events lengthens
+        # the caller stream's elapsed time, which would hide work left on a side stream.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for c, s, e in zip(calls, starts, ends):
+                    self.flush()
+                    s.record()
+                    c()
+                    e.record()
+                torch.cuda.synchronize()
+        finally:
+            if collecting:
+                gc.enable()
         kernels = []
         try:  # the profiler's event API moves between torch versions: a parse failure is the timer's
             for e in prof.events():
