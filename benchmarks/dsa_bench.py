@@ -33,7 +33,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from autogk_git.bench import rules  # noqa: E402
+from autogk_git.bench.judge import rules  # noqa: E402
 
 EXAMPLES = ROOT / "autogk_git" / "examples"
 TARGETS = {"sa": "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",

@@ -28,8 +28,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from autogk_git.bench import stats, timing  # noqa: E402
-from autogk_git.bench import worker as W  # noqa: E402
+from autogk_git.bench.judge import stats  # noqa: E402
+from autogk_git.bench.judge import timer as timing
+from autogk_git.bench.judge import calls, kernels, process, rounds  # noqa: E402
+from autogk_git.bench.judge import inputs as jinputs
 
 DATA = REPO / "tests" / "data"
 SCALE_DEF = json.loads((DATA / "scale" / "definition.json").read_text())
@@ -83,7 +85,7 @@ def rms_wl(b: int) -> dict:
 
 def load(src: str):
     _imports[0] += 1
-    return W.import_kernel(f"k{_imports[0]}", {"kernel.py": src}, TMP).run
+    return kernels.import_kernel(f"k{_imports[0]}", {"kernel.py": src}, TMP).run
 
 
 def job_for(definition: dict, workloads: list, seed: int, **settings) -> dict:
@@ -105,11 +107,11 @@ def ab(definition, workloads, parent, candidate, seed, **settings) -> tuple[dict
         elif r.get("event") in ("ab", "timing"):
             summary.update(r)
 
-    inputs = W.Inputs(job, "cuda", None)
-    ref = W.load_reference(definition)
+    inputs = jinputs.Inputs(job, "cuda", None)
+    ref = jinputs.load_reference(definition)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    W.run_timed(job, {"parent": (parent, None), "candidate": (candidate, None)}, inputs, ref, "cuda", None, emit)
+    process.run_timed(job, {"parent": (parent, None), "candidate": (candidate, None)}, inputs, ref, "cuda", None, emit)
     torch.cuda.synchronize()
     summary["wall_s"] = time.perf_counter() - t0
     return summary, recs
@@ -135,18 +137,18 @@ def sec_timers(args) -> dict:
     for definition, w, src in cases:
         run = load(src)
         job = job_for(definition, [w], 0)
-        inputs = W.Inputs(job, "cuda", None)
-        ref = W.load_reference(definition)
-        tk = W.TimedKernel("candidate", run, True)
+        inputs = jinputs.Inputs(job, "cuda", None)
+        ref = jinputs.load_reference(definition)
+        tk = rounds.TimedKernel("candidate", run, True)
         for method in timing.TIMERS:
-            timer = W.device_timer(method)
+            timer = calls.device_timer(method)
             per_round, host = [], []
             t0 = time.perf_counter()
             for r in range(args.timer_rounds):
-                n = W.calls_per_round(job, w)
-                sets = [W.make_inputs(inputs, w, r * 1000 + k, on_device=True) for k in range(n)]
-                warm = W.make_inputs(inputs, w, r * 1000 + n, on_device=True)
-                t = W.time_label(tk, sets, warm, job, w, ref, "cuda", random.Random(r), timer)
+                n = rounds.calls_per_round(job, w)
+                sets = [jinputs.make_inputs(inputs, w, r * 1000 + k, on_device=True) for k in range(n)]
+                warm = jinputs.make_inputs(inputs, w, r * 1000 + n, on_device=True)
+                t = rounds.time_label(tk, sets, warm, job, w, ref, "cuda", random.Random(r), timer)
                 per_round.append(t["us"])
                 host.append(t["host_us"])
             rows.append({"workload": w["uuid"], "timer": method, "median_us": statistics.median(per_round),
@@ -253,7 +255,7 @@ def main() -> int:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     p = torch.cuda.get_device_properties(0)
-    timer = W.device_timer("cudagraph")
+    timer = calls.device_timer("cudagraph")
     env = {"gpu": p.name, "torch": torch.__version__, "triton": __import__("triton").__version__,
            "cuda": torch.version.cuda, "l2_mb": timer.l2_bytes / 2**20,
            "copy_bandwidth_gbs": timer.bandwidth() / 1e9, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -35,8 +35,8 @@ Steps, each wrapped so that a failure is written into the outputs and the rest s
    of the ab stage;
 4. independent reproduction, in a child process with a time limit: the kernel at the trunk's start
    (the first trunk commit holding the target's kernel.py) and at `autogk best` (else the trunk's tip),
-   every workload: inputs from the target's own generator (autogk_git.bench.worker.Inputs), one check
-   of both kernels against the definition's reference by the target's compare rules (worker.check_once),
+   every workload: inputs from the target's own generator (autogk_git.bench.jinputs.Inputs), one check
+   of both kernels against the definition's reference by the target's compare rules (checks.check_once),
    then device time by CUDA-graph replay after a 256 MB L2 flush (benchmarks/dsa_bench.py graph_median,
    Flush) and the reference host-inclusive with events (dsa_bench.events_median; reps capped by a
    per-workload and a total budget); the floor from dsa_bench.floor_us for the DSA targets, else
@@ -89,7 +89,7 @@ def descendants(pid: int) -> list[int]:
     groups, so ending the group of the process this script started would leave them running."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from autogk_git.bench import hygiene
+    from autogk_git.bench.judge import hygiene
     return hygiene.descendants(pid)
 
 
@@ -332,25 +332,27 @@ def timing_main(job_path: Path) -> int:
     t_start = time.monotonic()
     import torch
     sys.path.insert(0, str(REPO))
-    from autogk_git.bench import worker
+    from autogk_git.bench.judge import calls, checks, process
+    from autogk_git.bench.judge import kernels as jkernels
+    from autogk_git.bench.judge import inputs as jinputs
     tdir = Path(job["target_dir"])
     definition = json.loads((tdir / "definition.json").read_text())
     wls = [json.loads(x) for x in (tdir / "workloads.jsonl").read_text().splitlines() if x.strip()]
     wls = [w.get("workload", w) for w in wls]
-    gen = worker.load_module("loopgpu_gen", tdir, "inputs.py") if (tdir / "inputs.py").exists() else None
-    worker.set_target(gen)  # the target's compare rules (worker.compare reads them)
-    inputs = worker.Inputs({"definition": definition}, device, gen)
-    reference = worker.load_reference(definition)
+    gen = calls.load_module("loopgpu_gen", tdir, "inputs.py") if (tdir / "inputs.py").exists() else None
+    checks.set_target(gen)  # the target's compare rules (checks.compare reads them)
+    inputs = jinputs.Inputs({"definition": definition}, device, gen)
+    reference = jinputs.load_reference(definition)
     kroot = Path(tempfile.mkdtemp(prefix="loopgpu-kernels-"))
     kernels = {}
     for label, kdir in job["kernels"].items():
         try:
             files = {str(p.relative_to(kdir)): p.read_text() for p in Path(kdir).rglob("*.py")}
-            kernels[label] = worker.import_kernel(f"loopgpu_{label}", files, kroot)
+            kernels[label] = jkernels.import_kernel(f"loopgpu_{label}", files, kroot)
         except Exception as e:  # noqa: BLE001 - a kernel that cannot be imported: said on every row
             state["errors"].append(f"kernel {label} could not be imported: {short_error(e)}")
             state[f"import_error_{label}"] = short_error(e)
-    state["env"] = worker.environment(device)
+    state["env"] = process.environment(device)
     # timed: the GPU path. fake_timer (tests on a CPU only): the same path with dsa_bench's timers and
     # ceilings replaced by host-clock stand-ins, so everything but the CUDA calls themselves runs.
     fake = bool(job.get("fake_timer"))
@@ -396,9 +398,9 @@ def timing_main(job_path: Path) -> int:
             rec["skipped"] = f"the timing budget of {job['budget_s']:.0f} s was spent"
             save()
             continue
-        axes = worker.resolve_axes(definition, wl)
+        axes = jinputs.resolve_axes(definition, wl)
         if not gpu:  # the interpreter: only what [bench] cpu_max_numel lets the loop run too
-            numel = sum(math.prod(worker.shape_of(s, axes) or [1]) for s in definition["inputs"].values())
+            numel = sum(math.prod(jinputs.shape_of(s, axes) or [1]) for s in definition["inputs"].values())
             if numel > job["cpu_max_numel"]:
                 rec["skipped"] = f"{numel} input elements > cpu_max_numel {job['cpu_max_numel']} (CPU smoke)"
                 save()
@@ -407,7 +409,7 @@ def timing_main(job_path: Path) -> int:
         try:
             args = inputs.make(wl, 1000 + i, on_device=gpu)
             t1 = time.perf_counter()
-            ref_out = worker.reference_outputs(reference, args)
+            ref_out = jinputs.reference_outputs(reference, args)
             if gpu:
                 torch.cuda.synchronize()
             ref_one_s = time.perf_counter() - t1
@@ -422,9 +424,9 @@ def timing_main(job_path: Path) -> int:
             r = rec.setdefault(label, {})
             try:
                 t1 = time.perf_counter()
-                stats = worker.check_once(mod.run, args, ref_out, definition, axes, device, 0, {})
+                stats = checks.check_once(mod.run, args, ref_out, definition, axes, device, 0, {})
                 r.update(correct=True, max_abs_err=stats["max_abs_err"], check_s=round(time.perf_counter() - t1, 3))
-                outs_of[label] = worker.alloc_outputs(definition, axes, device, 0)
+                outs_of[label] = checks.alloc_outputs(definition, axes, device, 0)
                 if not timed:
                     r["host_us"] = (time.perf_counter() - t1) * 1e6
             except Exception as e:  # noqa: BLE001 - a wrong or failing kernel: recorded, not timed
@@ -470,7 +472,7 @@ def timing_main(job_path: Path) -> int:
                     rec.update(floor_us=fl, floor_bytes=nbytes, floor_flops=flops,
                                floor_rule="dsa_bench.floor_us: max(bytes / copy bandwidth, FLOPs / matmul rate)")
                 else:
-                    nbytes, rule = worker.floor_bytes(definition, axes)
+                    nbytes, rule = jinputs.floor_bytes(definition, axes)
                     rec.update(floor_us=nbytes / ceil["copy_bytes_per_s"] * 1e6, floor_bytes=nbytes,
                                floor_rule=f"{rule} / measured copy bandwidth")
             except Exception as e:  # noqa: BLE001

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autogk_git.bench import rules
+from autogk_git.bench.judge import rules
 from autogk_git.bench.job import numel
 
 from conftest import REPO, SHARED, autogk
@@ -282,7 +282,7 @@ KERNEL_CHECK = r"""
 import importlib.util, json, sys
 import torch
 sys.path.insert(0, sys.argv[1])
-from autogk_git.bench import rules
+from autogk_git.bench.judge import rules
 root, target = sys.argv[2], sys.argv[3]
 def load(f):
     spec = importlib.util.spec_from_file_location(f.split(".")[0], f"{root}/{target}/{f}")
@@ -389,9 +389,9 @@ def test_init_reads_blob_workloads_and_names_a_missing_blob(tmp_path):
     assert (tdir / "blobs" / Path(rel).name).is_file() and (tdir / "inputs.py").is_file()
 
     # The workload's own data wins over the generator, which fills the rest.
-    from autogk_git.bench import worker as W
+    from autogk_git.bench.judge import inputs as jinputs
     job = {"definition": definition(SA), "blob_root": str(tdir)}
     wl = json.loads((tdir / "workloads.jsonl").read_text().splitlines()[0])["workload"]
-    vals = dict(zip(definition(SA)["inputs"], W.Inputs(job, "cpu", load(SA, "inputs.py")).make(wl, 3)))
+    vals = dict(zip(definition(SA)["inputs"], jinputs.Inputs(job, "cpu", load(SA, "inputs.py")).make(wl, 3)))
     assert torch.equal(vals["sparse_indices"], indices) and vals["sm_scale"] == 0.125
     assert vals["ckv_cache"].shape == (4, 64, 512)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from autogk_git.bench import hygiene, runner
-from autogk_git.bench.status import FAILURES, Status
+from autogk_git.bench import runner
+from autogk_git.bench.judge import hygiene
+from autogk_git.bench.judge.status import FAILURES, Status
 
 DATA = Path(__file__).resolve().parent / "data"
 DEF = json.loads((DATA / "scale" / "definition.json").read_text())

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 from autogk_git.bench import runner  # noqa: E402
-from autogk_git.bench.status import Status  # noqa: E402
+from autogk_git.bench.judge.status import Status  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 DEF = json.loads((DATA / "scale" / "definition.json").read_text())

@@ -98,7 +98,7 @@ def test_app_and_image_are_built_offline_with_the_configured_pins():
     spec = modal_app.image_spec(cfg)
     assert (spec["timeout_s"], spec["retries"]) == (1200, 2)
     shipped = Path(spec["sources"]["autogk_git"])
-    for f in ("bench/worker.py", "bench/runner.py", "bench/backends/modal/app.py", "errors.py"):
+    for f in ("bench/judge/process.py", "bench/judge/kernel_process.py", "bench/runner.py", "bench/backends/modal/app.py", "errors.py"):
         assert (shipped / f).is_file()
     # Defaults: B200, and the function is pickled by reference (no bytecode crosses Python versions).
     _, _, fn_default = modal_app.build(config_mod.parse({}))

@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from autogk_git.bench import rules
+from autogk_git.bench.judge import rules
 
 K = 4
 

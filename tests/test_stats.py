@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from autogk_git.bench import stats
+from autogk_git.bench.judge import stats
 
 
 @pytest.mark.parametrize("p,df,want", [(0.975, 1, 12.7062), (0.975, 4, 2.7764), (0.995, 10, 3.1693),

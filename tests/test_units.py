@@ -49,7 +49,7 @@ def test_result_note_has_a_human_line_and_survives_concatenation():
 
 
 def test_the_judge_caches_bytecode_only_where_the_installed_torch_has_none(tmp_path, monkeypatch):
-    from autogk_git.bench import hygiene
+    from autogk_git.bench.judge import hygiene
     pkg = tmp_path / "site" / "fakepkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")

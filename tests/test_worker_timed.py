@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from autogk_git.bench import runner  # noqa: E402
-from autogk_git.bench import worker as W  # noqa: E402
+from autogk_git.bench.judge import calls, process, rounds  # noqa: E402
+from autogk_git.bench.judge import inputs as jinputs
 
 DATA = Path(__file__).resolve().parent / "data"
 DEF = json.loads((DATA / "scale" / "definition.json").read_text())
@@ -61,8 +62,8 @@ def run_inprocess(j, kernels):
         elif ev == "at":
             at.append((r["label"], r["uuid"]))
 
-    W.run_timed(j, {k: (v, None) for k, v in kernels.items()}, W.Inputs(j, "cpu", None),
-                W.load_reference(DEF), "cpu", None, emit)
+    process.run_timed(j, {k: (v, None) for k, v in kernels.items()}, jinputs.Inputs(j, "cpu", None),
+                jinputs.load_reference(DEF), "cpu", None, emit)
     return recs, summary, at
 
 
@@ -119,7 +120,7 @@ def test_stride_times_the_reference_for_a_speedup():
 
 
 def test_a_latency_below_the_byte_floor_is_flagged(monkeypatch):
-    monkeypatch.setattr(W.HostTimer, "bandwidth", lambda self: 1e3)  # 1 kB/s: every timing is "too fast"
+    monkeypatch.setattr(calls.HostTimer, "bandwidth", lambda self: 1e3)  # 1 kB/s: every timing is "too fast"
     recs, _, _ = run_inprocess(job("stride", workloads=WLS[3:4]), {"candidate": honest})
     c = recs[f"candidate:{WLS[3]['uuid']}"]
     assert c["status"] == "BELOW_FLOOR" and "physical floor" in c["message"]
@@ -127,10 +128,10 @@ def test_a_latency_below_the_byte_floor_is_flagged(monkeypatch):
 
 
 def test_floor_bytes_counts_outputs_and_inputs_or_only_integers_when_gathering():
-    assert W.floor_bytes(DEF, {"n": 10}) == (120, "outputs + inputs, each once")
+    assert jinputs.floor_bytes(DEF, {"n": 10}) == (120, "outputs + inputs, each once")
     gather = {"inputs": {"table": {"shape": ["n", "d"], "dtype": "float32"}, "idx": {"shape": ["k"], "dtype": "int32"}},
               "outputs": {"out": {"shape": ["k", "d"], "dtype": "float32"}}}
-    nb, rule = W.floor_bytes(gather, {"n": 1000, "d": 4, "k": 2})
+    nb, rule = jinputs.floor_bytes(gather, {"n": 1000, "d": 4, "k": 2})
     assert nb == 2 * 4 * 4 + 2 * 4 and "integer" in rule
 
 
@@ -178,7 +179,7 @@ def test_reference_calls_an_ab_job_makes():
     """The first input set's reference output is shared by parent and candidate, and the timed calls'
     outputs are read on `verify_sets` sets over the first min_rounds rounds (then one a round): with a
     reference that loops in Python, these calls were most of a DSA experiment's time."""
-    base = W.load_reference(DEF)
+    base = jinputs.load_reference(DEF)
 
     def ref(*a):
         ref.calls[0] += 1
@@ -198,13 +199,13 @@ def W_run_with_reference(j, kernels, reference):
     def emit(**r):
         if r.pop("event") == "done":
             recs[f"{r['label']}:{r['uuid']}"] = r
-    W.run_timed(j, {k: (v, None) for k, v in kernels.items()}, W.Inputs(j, "cpu", None), reference, "cpu", None, emit)
+    process.run_timed(j, {k: (v, None) for k, v in kernels.items()}, jinputs.Inputs(j, "cpu", None), reference, "cpu", None, emit)
     return recs, None, None
 
 
 def test_the_verify_plan_reads_some_early_rounds_at_random_and_every_later_one():
     import random
-    plans = [W.verify_plan({"min_rounds": 5, "verify_sets": 3}, ["a", "b"], random.Random(s)) for s in range(40)]
+    plans = [rounds.verify_plan({"min_rounds": 5, "verify_sets": 3}, ["a", "b"], random.Random(s)) for s in range(40)]
     for p in plans:
         assert p["early"] == 5
         for u in ("a", "b"):
@@ -227,9 +228,9 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
             if calls[0] > n:
                 out.zero_()
         return run
-    plan = W.verify_plan
+    plan = rounds.verify_plan
     # one early round, and it reads nothing: only the later rounds' one-a-round reads can catch it
-    monkeypatch.setattr(W, "verify_plan", lambda s, u, rng: {**plan({**s, "min_rounds": 1}, u, rng),
+    monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {**plan({**s, "min_rounds": 1}, u, rng),
                                                             **{x: {} for x in u}})
     j = job("ab", workloads=WLS[:1], trials=2, min_rounds=4, max_rounds=4)
     # correctness: 2 trials + 2 repeats = 4 calls; a round: 1 warm-up + 4 reps + 10 host calls = 15
@@ -237,7 +238,7 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"]
     # and without the later rounds' reads it would have passed: the plan alone reads nothing
-    monkeypatch.setattr(W, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
+    monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(4 + 2 * 15)})
     assert recs[f"candidate:{WLS[0]['uuid']}"]["status"] == "PASSED"
 
@@ -258,7 +259,7 @@ def test_a_kernel_that_patches_what_calls_or_times_it_fails_with_tampered():
     got = {label: list(w.values()) for label, w in out["labels"].items()}
     assert {r["status"] for r in got["torch_honest"]} == {"PASSED"}
     assert {r["status"] for r in got["imports_dynamo"]} == {"PASSED"}, got["imports_dynamo"]
-    for name, what in (("patches_timer", "worker.HostTimer.time_calls"), ("replaces_time_batch", "worker.time_batch")):
+    for name, what in (("patches_timer", "calls.HostTimer.time_calls"), ("replaces_time_batch", "calls.time_batch")):
         assert {r["status"] for r in got[name]} == {"TAMPERED"}, (name, got[name])
         assert all(what in r["message"] and "may not patch" in r["message"] and "on import" in r["message"]
                    for r in got[name]), got[name]

@@ -1,6 +1,6 @@
 """The profiler: where one kernel's time goes, workload by workload, written as an artifact agents read.
 
-Runs beside the bench worker and reuses its input making, so it needs only the standard library, torch
+Runs beside the judge's package (`judge/`) and reuses its input making, so it needs only the standard library, torch
 and triton on the machine that runs it:
 
     python profiler.py JOB.json OUT.json             # on the GPU machine: profile the job's candidate
@@ -26,28 +26,30 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import worker  # the bench worker, a sibling file: same inputs, same kernel import
+    # The judge's package, a sibling folder: the same inputs and kernel import (also run as a file).
+    from judge import calls, checks, kernels, process
+    from judge import inputs as jinputs
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tmp = Path(tempfile.mkdtemp(prefix="autogk-profile-"))
-    gen = worker.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
+    gen = kernels.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
         if job.get("generator") else None
-    inputs = worker.Inputs(job, device, gen)
+    inputs = jinputs.Inputs(job, device, gen)
     label, files = next(iter(job["sources"].items()))
-    run = worker.import_kernel(label, files, tmp).run
+    run = kernels.import_kernel(label, files, tmp).run
     rows = []
     for i, wl in enumerate(job["workloads"]):
-        axes = worker.resolve_axes(job["definition"], wl)
+        axes = jinputs.resolve_axes(job["definition"], wl)
         args = inputs.make(wl, job.get("seed", 0) + i)
-        outs = worker.alloc_outputs(job["definition"], axes, device, i)
+        outs = checks.alloc_outputs(job["definition"], axes, device, i)
         nbytes = sum(t.numel() * t.element_size() for t in [*args, *outs] if isinstance(t, torch.Tensor))
         for _ in range(warmup):
             run(*args, *outs)
-        worker.sync(device)
+        calls.sync(device)
         t0 = time.perf_counter()
         for _ in range(calls):
             run(*args, *outs)
-        worker.sync(device)
+        calls.sync(device)
         host_us = (time.perf_counter() - t0) / calls * 1e6
         row = {"uuid": wl["uuid"], "axes": {k: v for k, v in axes.items() if k in wl.get("axes", {})},
                "bytes": nbytes, "host_us_per_call": round(host_us, 2)}
@@ -56,7 +58,7 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(calls):
                     run(*args, *outs)
-                worker.sync(device)
+                calls.sync(device)
             kernels: dict[str, list[float]] = {}
             for ev in prof.events():
                 if str(getattr(ev, "device_type", "")).endswith("CUDA"):
@@ -68,7 +70,7 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
                                     for k, v in sorted(kernels.items(), key=lambda kv: -sum(kv[1]))[:3]],
                        achieved_gbps=round(nbytes / (total / calls) / 1e3, 1) if total else None)
         rows.append(row)
-    env = worker.environment(device)
+    env = process.environment(device)
     return {"label": label, "device": device, "calls": calls, "environment": env, "workloads": rows,
             "note": None if device == "cuda" else "no CUDA: host time only (the Triton interpreter on CPU)"}
 

@@ -1,6 +1,6 @@
-"""Runs the bench judge (worker.py) in a subprocess with a time limit, restarting it past crashes.
+"""Runs the bench judge (the `judge/` package) in a subprocess with a time limit, restarting it past crashes.
 
-The judge starts one process per kernel label (candidate.py) and never imports a kernel itself. A
+The judge starts one process per kernel label (judge/kernel_process.py) and never imports a kernel itself. A
 kernel that raises, hangs, fails to compile, crashes at import or kills its process becomes a status
 in the result; the judge is restarted on what is left, so one bad workload never costs the others.
 
@@ -25,24 +25,16 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git.bench import hygiene
+from autogk_git.bench.judge import hygiene, launch
 from autogk_git.errors import BenchError
 
-HERE = Path(__file__).resolve().parent
-WORKER = HERE / "worker.py"
-# Shipped beside the worker: it imports them by these names wherever it runs (stdlib + torch + triton).
-HELPERS = {"candidate.py": HERE / "candidate.py",
-           "autogk_stats.py": HERE / "stats.py",
-           "autogk_timing.py": HERE / "timing.py",
-           "autogk_status.py": HERE / "status.py",
-           "autogk_hygiene.py": HERE / "hygiene.py",
-           "autogk_rules.py": HERE / "rules.py"}
+JUDGE = Path(__file__).resolve().parent / "judge"
+SHIPPED = "autogk_judge"  # the package's name in the job's folder (stdlib + torch + triton there)
 TERM_GRACE_S = 3.0       # the judge's time to end its kernel processes after SIGTERM
 WATCHDOG_GRACE_S = 30.0  # the judge enforces the workload limit itself; this catches a judge that hangs
 POLL_S = 0.1
@@ -105,13 +97,15 @@ def workload_limit(job: dict[str, Any], timeout_s: float) -> float:
     return max(5.0, timeout_s / 2)
 
 
-def _write_judge(d: Path, extra_files: dict[str, Path] | None) -> Path:
-    """The judge's files, written again before every attempt: a kernel may have edited them."""
-    worker = d / "worker.py"
-    worker.write_text(WORKER.read_text())
-    for name, src in {**HELPERS, **(extra_files or {})}.items():
-        (d / name).write_text(src.read_text())
-    return worker
+def _write_judge(d: Path, extra_files: dict[str, Path] | None) -> None:
+    """The judge's package, written again before every attempt: a kernel may have edited it.
+    extra_files: module file names of the package to take from elsewhere (benchmarks/tamper_gpu.py)."""
+    pkg = d / SHIPPED
+    pkg.mkdir(exist_ok=True)
+    for src in JUDGE.glob("*.py"):
+        (pkg / src.name).write_text(src.read_text())
+    for name, src in (extra_files or {}).items():
+        (pkg / name).write_text(src.read_text())
 
 
 def _end(proc: subprocess.Popen, children: list[int], tag: str) -> None:
@@ -169,10 +163,11 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             attempts += 1
             out = d / f"attempt{attempts}"
             out.mkdir()
-            worker = _write_judge(d, extra_files)
+            _write_judge(d, extra_files)
             key = secrets.token_hex(32)
-            cmd = [sys.executable, str(worker), str(d / "job.json"), str(out), "--only", ",".join(pending),
-                   "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}", "--job-limit", f"{timeout_s:.1f}"]
+            cmd = launch.command("process", [str(d / "job.json"), str(out), "--only", ",".join(pending),
+                                             "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}",
+                                             "--job-limit", f"{timeout_s:.1f}"], package=SHIPPED, root=d)
             errf = d / f"attempt{attempts}.stderr"
             with open(errf, "wb") as err:
                 # stdout/stderr to a file, never a pipe: a kernel's daemon holding the pipe open would

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable
 
 from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset
-from autogk_git.bench.status import Status
+from autogk_git.bench.judge.status import Status
 from autogk_git.project import Target
 
 Progress = Callable[[str], None]

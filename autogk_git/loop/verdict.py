@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
-from autogk_git.bench import stats
+from autogk_git.bench.judge import stats
 from autogk_git.bench.stages import is_harness
 
 KEEP, REVERT, UNTIMED = "keep", "revert", "untimed"

@@ -1,5 +1,4 @@
-"""Device-side timing for the bench worker. Standard library, torch and triton only: this file ships
-beside the worker (as `autogk_timing.py`) to whatever machine runs it.
+"""The device timers the kernel's process times its kernel with. Standard library, torch and triton only.
 
 Timers (the `[bench] timer` key; the one used is recorded with every number). Every timed call is
 preceded by an L2 flush (a Triton kernel, `_autogk_l2_flush`, writing a buffer twice the L2's size),
@@ -18,16 +17,16 @@ so each call reads its inputs from device memory, and each call gets its own fre
   flush's write-back leak into the figure (1.7 us against CUPTI's 1.25 us for the smallest kernel).
 - `events`: eager calls, a flush then CUDA events around each call. For microsecond kernels this
   measures the host's launch path (13.8 us for a 1.2 us kernel); kept for comparison only.
-If a timer fails on a kernel (a graph cannot be captured, the profiler misses a flush), the worker
+If a timer fails on a kernel (a graph cannot be captured, the profiler misses a flush), the judge
 times that workload with the other of cupti/cudagraph, for both kernels of the pair, and records it.
 
 Two checks ride on every timing, because the kernel under test runs in this process: the
 persisting-L2 carve-out is set to 0 and its lines reset before each timed batch (a kernel that pinned
 its inputs in L2 with an access window would otherwise skip device memory), and read again after it
-(set during the calls: the worker's L2_PERSISTING status); and with `cupti`, CUDA events on the
+(set during the calls: the L2_PERSISTING status); and with `cupti`, CUDA events on the
 caller's stream bracket each call, so device time that the caller's stream did not wait for (work
 launched on another stream and not joined back) shows as device time above the caller-stream
-elapsed time (the worker's STREAM_ORDER status).
+elapsed time (the STREAM_ORDER status).
 
 `sync_latency` is the host-inclusive figure reported beside the device time: synchronize, events
 around one call, as flashinfer-bench 0.1.2's `Benchmark` times (it reports the mean of these).
@@ -42,6 +41,8 @@ from typing import Callable, Sequence
 import torch
 import triton
 import triton.language as tl
+
+from .stats import median
 
 TIMERS = ("cudagraph", "cupti", "events")
 FLUSH_KERNEL = "_autogk_l2_flush"
@@ -106,21 +107,15 @@ def reset_persisting_l2() -> str:
 
 
 class TimerError(Exception):
-    """This timer could not time these calls; the worker tries the other device timer."""
+    """This timer could not time these calls; the judge tries the other device timer."""
 
 
 class CaptureError(TimerError):
     """The kernel cannot run inside a CUDA graph (it synchronizes, allocates on the host, ...)."""
 
 
-def _median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
 class DeviceTimer:
-    """Times lists of calls on one CUDA device. Create once per worker process."""
+    """Times lists of calls on one CUDA device. Create once per process."""
 
     def __init__(self, method: str = "cudagraph") -> None:
         if method not in TIMERS:
@@ -159,7 +154,7 @@ class DeviceTimer:
             samples = self._graph(calls, replays)
         elif self.method == "cupti":
             samples, stream = self._cupti(calls)
-            out["stream_us"] = _median(stream)
+            out["stream_us"] = median(stream)
             dev, ela = math.fsum(samples), math.fsum(stream)
             if dev > STREAM_RATIO * ela + STREAM_SLACK_US * len(calls):
                 out["stream_gap"] = (f"device time {dev / len(calls):.2f} us per call, but the caller's stream "
@@ -167,7 +162,7 @@ class DeviceTimer:
                                      "without the caller's stream waiting for it")
         else:
             samples = self._events(calls)
-        out.update(us=_median(samples), samples=samples)
+        out.update(us=median(samples), samples=samples)
         return out
 
     def _graph(self, calls: Sequence[Callable[[], object]], replays: int) -> list[float]:
@@ -276,7 +271,7 @@ class DeviceTimer:
             e.record()
             torch.cuda.synchronize()
             out.append(s.elapsed_time(e) * 1000.0)
-        return _median(out)
+        return median(out)
 
     def bandwidth(self) -> float:
         """Measured device-memory bandwidth in bytes/s: a large device-to-device copy, read + write."""

@@ -1,0 +1,24 @@
+"""The judge: the files that run on the GPU machine, shipped there whole as one package (`runner.py`
+copies them to the job's folder as `autogk_judge/`). Standard library, torch and triton only; nothing
+of autogk outside this folder. Its rooms:
+
+    process.py         the judge's process: one job, its phases, the progress record
+    checks.py          correctness: poisoned outputs, comparisons, calls that catch kernels that remember
+    rounds.py          the paired timing rounds, and the check of what the timed calls wrote
+    inputs.py          fresh inputs, the reference's outputs, the bytes a workload must move
+    kernels.py         the kernel processes seen from the judge: start, requests, limits, ending
+    kernel_process.py  a kernel's own process: imports the kernel, answers the judge's requests
+    calls.py           how a kernel is called and timed: the one module both processes import
+    seal.py            the kernel process's fingerprint of what calls and times the kernel
+    timer.py           the device timers (CUPTI, CUDA graphs, events) and the L2 flush
+    rules.py           how outputs are judged: exact, tolerance, top-k set by score
+    stats.py           intervals and the sequential stopping rule
+    status.py          every status a kernel can get
+    hygiene.py         environments, process trees, temp folders
+    launch.py          the command line that starts a judge module as a process
+    profiling.py       cProfile when asked
+
+Imports inside are relative, so the package runs as `autogk_git.bench.judge` from a checkout and as
+`autogk_judge` where it is shipped. This file imports nothing: the kernel's process imports the
+package too.
+"""

@@ -1,0 +1,284 @@
+"""Correctness, judged in the judge's process: poisoned outputs, one call, its outputs against the
+reference's by the output's rule, inputs unchanged; then the calls that catch kernels that remember."""
+from __future__ import annotations
+
+import threading
+import time
+
+import torch
+
+from . import rules
+from .calls import (
+    DPS_HINT,
+    KernelFailure,
+    classify,
+    die_if_context_lost,
+    is_dps_return,
+    short_tb,
+    stream_wait,
+)
+from .inputs import (
+    DTYPES,
+    HarnessFailure,
+    Inputs,
+    make_inputs,
+    reference_outputs,
+    refill,
+    resolve_axes,
+    shape_of,
+    trial_seed,
+)
+from .kernels import RemoteKernel, arm
+from .status import Status
+
+TOLERANCES = rules.TOLERANCES
+
+
+# The target's inputs.py (generator and compare rules) and its declared rules; set once by main().
+TARGET = None
+
+
+TARGET_RULES: dict = {}
+
+
+def set_target(module) -> None:
+    global TARGET, TARGET_RULES
+    TARGET, TARGET_RULES = module, rules.declared(module)
+
+
+def alloc_outputs(definition: dict, axes: dict, device: str, poison_seed: int) -> list[torch.Tensor]:
+    """Fresh outputs filled with poison, so a kernel that skips part of them cannot pass."""
+    outs = []
+    for spec in definition["outputs"].values():
+        shape = shape_of(spec, axes) or []
+        dtype = DTYPES[spec["dtype"]]
+        t = torch.empty(shape, dtype=dtype, device=device)
+        if dtype.is_floating_point:
+            t.fill_(float("nan"))
+        elif dtype == torch.bool:
+            t.fill_(poison_seed % 2 == 0)
+        else:
+            info = torch.iinfo(dtype)
+            t.fill_(info.min if poison_seed % 2 == 0 else info.max)
+        outs.append(t)
+    return outs
+
+
+def poison(outs: list, poison_seed: int) -> None:
+    for t in outs:
+        if t.dtype.is_floating_point:
+            t.fill_(float("nan"))
+        elif t.dtype == torch.bool:
+            t.fill_(poison_seed % 2 == 0)
+        else:
+            info = torch.iinfo(t.dtype)
+            t.fill_(info.min if poison_seed % 2 == 0 else info.max)
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """A view that compares exactly, NaN payloads included."""
+    if t.dtype.is_floating_point and t.element_size() in (1, 2, 4, 8):
+        return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t
+
+
+def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, tolerances: dict,
+            inputs: list | None = None, axes: dict | None = None, definition: dict | None = None) -> dict:
+    """Error statistics by the output's rule (the target's COMPARE, else by dtype); raises KernelFailure."""
+    named = dict(zip(definition["inputs"], inputs)) if definition and inputs is not None else None
+    try:
+        return rules.judge(name, dtype_name, out, ref, TARGET_RULES.get(name), named, axes, TARGET, tolerances)
+    except rules.Mismatch as e:
+        raise KernelFailure(Status(e.status), str(e)) from None
+    except rules.BadReference as e:
+        raise HarnessFailure(str(e)) from None
+
+
+def invoke(run, inputs: list, outs: list, device: str) -> list:
+    """One call of a destination-passing kernel; returns the outputs as its caller's stream sees them.
+
+    For a kernel in its own process on a GPU that is a snapshot copied on the caller's stream right
+    after run() returns: work the kernel left on another stream lands in `outs` later, but never in
+    what is judged (waiting for the caller's stream from here could not stop such work finishing first).
+    """
+    if isinstance(run, RemoteKernel):
+        return run.call(inputs, outs)
+    returned = run(*inputs, *outs)
+    stream_wait(device)
+    if not is_dps_return(returned, outs):
+        raise KernelFailure(Status.NOT_DESTINATION_PASSING,
+                            f"run() returned a {type(returned).__name__} instead of writing its outputs: {DPS_HINT}")
+    return outs
+
+
+def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, device: str,
+               poison_seed: int, tolerances: dict, outs: list | None = None) -> dict:
+    """Call the kernel once on poisoned outputs; check outputs, and that inputs are unchanged.
+
+    outs: output buffers to reuse (they are poisoned again here); None allocates fresh ones.
+    """
+    if outs is None:
+        outs = alloc_outputs(definition, axes, device, poison_seed)
+    else:
+        poison(outs, poison_seed)
+    saved = [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    seen = invoke(run, inputs, outs, device)
+    check_inputs(definition, inputs, saved)
+    return check_outputs(definition, seen, ref_out, tolerances, inputs, axes)
+
+
+def check_inputs(definition: dict, inputs: list, saved: list) -> None:
+    for i, (name, x) in enumerate(zip(definition["inputs"], inputs)):
+        if isinstance(x, torch.Tensor) and not torch.equal(bits(x), saved[i]):
+            raise KernelFailure(Status.INPUT_MODIFIED, f"input {name} was changed by the kernel")
+
+
+def check_outputs(definition: dict, outs: list, ref_out: tuple, tolerances: dict, inputs: list | None = None,
+                  axes: dict | None = None) -> dict:
+    """The one comparison entry point: every output against the reference's, by its declared rule."""
+    stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    for (name, spec), out, ref in zip(definition["outputs"].items(), outs, ref_out):
+        ref = ref if isinstance(ref, torch.Tensor) else torch.tensor(ref)
+        s = compare(name, spec["dtype"], out, ref.to(out.device), tolerances, inputs, axes, definition)
+        stats = {k: max(stats[k], s[k]) for k in stats}
+    return stats
+
+
+def relabel(e: KernelFailure, when: str) -> KernelFailure:
+    return KernelFailure(e.status, f"{when}: {e}")
+
+
+class SharedRefs:
+    """Reference outputs of the first input set of each workload, made once for the labels checked
+    side by side (an ab job's parent and candidate get the same first set): with a reference that
+    loops in Python (the DSA definitions: 0.2-0.4 s a call on the H200) that call was made twice.
+    Each entry goes after `uses` reads."""
+
+    def __init__(self, uses: int) -> None:
+        self.uses = uses
+        self._lock = threading.Lock()
+        self._entries: dict = {}
+
+    def get(self, key, make):
+        with self._lock:
+            e = self._entries.setdefault(key, {"lock": threading.Lock(), "value": None, "left": self.uses})
+        with e["lock"]:  # the other label waits for this one's reference instead of making its own
+            if e["value"] is None:
+                e["value"] = make()
+            value = e["value"]
+            e["left"] -= 1
+            if e["left"] <= 0:
+                with self._lock:
+                    self._entries.pop(key, None)
+        return value
+
+
+def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
+                   light: bool = False, refs: SharedRefs | None = None) -> dict:
+    """Correctness on several fresh input sets for one (kernel, workload), then two calls that catch
+    kernels that remember: the last inputs again (right only once, early return on inputs seen before)
+    and new values in the same buffers (a cache keyed by pointer)."""
+    definition = job["definition"]
+    settings = job.get("settings", {})
+    tolerances = settings.get("tolerances", {})
+    axes = resolve_axes(definition, wl)
+    stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    # light: one input set, no repeat calls; for an ab job's parent, the trunk's tip, which was judged
+    # in full when it was kept (its timed calls' outputs are still checked like the candidate's).
+    trials = 1 if light else int(settings.get("trials", 3))
+    args, ref_out, outs = None, None, None
+    for trial in range(trials):
+        seed = trial_seed(job, wl_index, trial)
+        args = make_inputs(inputs, wl, seed)
+        if trial == 0 and refs is not None:
+            ref_out = refs.get(seed, lambda: reference_outputs(reference, args))
+        else:
+            ref_out = reference_outputs(reference, args)
+        outs = alloc_outputs(definition, axes, device, trial)
+        try:
+            s = check_once(run, args, ref_out, definition, axes, device, trial, tolerances, outs=outs)
+        except KernelFailure as e:
+            if trial == 0:
+                raise
+            # Right on the first set, wrong on a later one: it remembers earlier calls (a cache keyed
+            # by a reused address, state kept between calls) or depends on the data.
+            raise relabel(e, f"on fresh input set {trial + 1} of {trials}, after earlier sets passed") from None
+        stats = {k: max(stats[k], s[k]) for k in stats}
+    if settings.get("repeat_checks", True) and not light:
+        try:
+            check_once(run, args, ref_out, definition, axes, device, trials + 1, tolerances)
+        except KernelFailure as e:
+            raise relabel(e, "called again on inputs it had already seen (fresh output buffers)") from None
+        fresh = make_inputs(inputs, wl, trial_seed(job, wl_index, trials + 7))
+        if refill(args, fresh):
+            ref_out = reference_outputs(reference, args)
+            try:
+                check_once(run, args, ref_out, definition, axes, device, trials + 2, tolerances, outs=outs)
+            except KernelFailure as e:
+                raise relabel(e, "called on new values in the same input and output buffers") from None
+    return stats
+
+
+def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict, inputs: Inputs, reference,
+                       device: str, refs: SharedRefs | None = None) -> dict:
+    t0 = time.perf_counter()
+    rec = {"event": "done", "label": label, "uuid": wl["uuid"]}
+    if load_error:
+        rec.update(status=load_error[0], message=load_error[1])
+    else:
+        arm(run)
+        try:
+            light = label == "parent" and bool(job.get("settings", {}).get("parent_light"))
+            rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light,
+                                                                     refs))
+        except KernelFailure as e:
+            rec.update(status=e.status, message=str(e))
+        except HarnessFailure as e:  # never a pass: the kernel was not judged
+            rec.update(status=Status.HARNESS_ERROR, message=str(e))
+        except Exception as e:  # noqa: BLE001
+            die_if_context_lost(e, device)
+            rec.update(status=classify(e), message=short_tb(e))
+    rec["check_s"] = round(time.perf_counter() - t0, 4)
+    return rec
+
+
+def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
+              emit_done: bool, refs: SharedRefs | None = None) -> dict[str, dict]:
+    """Correctness records for every (label, workload) asked for. Labels in their own processes are
+    checked side by side (one judge thread each: the judge mostly waits on them); in-process ones
+    one after the other. refs: the first set's reference outputs shared between labels (one is made
+    here when None)."""
+    refs = refs if refs is not None else SharedRefs(len(kernels))
+    recs: dict[str, dict] = {}
+    errors: list[BaseException] = []
+
+    def one(label: str, run, load_error) -> None:
+        try:
+            for i, wl in enumerate(job["workloads"]):
+                key = f"{label}:{wl['uuid']}"
+                if only is not None and key not in only:
+                    continue
+                emit(event="start", label=label, uuid=wl["uuid"])
+                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device,
+                                               refs)
+                if emit_done:
+                    emit(**recs[key])
+                else:  # final after the timed rounds; meanwhile the user sees the checks go by
+                    emit(event="checked", label=label, uuid=wl["uuid"], status=str(recs[key]["status"]))
+        except BaseException as e:  # noqa: BLE001 - re-raised in the judge's main thread
+            errors.append(e)
+
+    remote = [v for v in kernels.values() if isinstance(v[0], RemoteKernel) or v[1]]
+    if len(kernels) > 1 and len(remote) == len(kernels):
+        threads = [threading.Thread(target=one, args=(label, run, err), name=f"judge-{label}")
+                   for label, (run, err) in kernels.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for label, (run, err) in kernels.items():
+            one(label, run, err)
+    if errors:
+        raise errors[0]
+    return recs

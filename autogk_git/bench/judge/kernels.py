@@ -1,0 +1,266 @@
+"""The kernel processes, seen from the judge: one per label, started once per job, each answering
+requests over a socket pair; the job's limits and the ending of every process a kernel started."""
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+
+from . import hygiene, launch
+from .calls import DPS_HINT, KernelFailure, load_module
+from .status import Status
+
+_CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
+
+
+def _death(rc: int | None) -> str:
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return f"killed by signal {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit code {rc}"
+
+
+LIMITS = {"job_deadline": math.inf, "workload_s": math.inf, "job_s": math.inf}
+"""Set by main(): the job's end (monotonic) and one workload's share; in-process callers keep inf."""
+
+
+def timeout_message(doing: str) -> str:
+    w, j = LIMITS["workload_s"], LIMITS["job_s"]
+    if time.monotonic() >= LIMITS["job_deadline"] - 0.5 or w >= j:
+        return f"no result within the job's {j:.0f} s limit (while {doing})"
+    return f"no result within {w:.0f} s, one workload's share of the job's {j:.0f} s limit (while {doing})"
+
+
+class RemoteKernel:
+    """One kernel label, run in its own process (kernel_process.py): started once per job, reused across
+    workloads, started again only after it died or was killed at a limit.
+
+    The judge allocates every tensor; the process gets them shared (CPU shared memory or CUDA IPC),
+    writes the outputs in place and answers. `deadline` (monotonic seconds) bounds every answer: past
+    it the process group is killed and the call is a TIMEOUT."""
+
+    dps = True
+
+    def __init__(self, label: str, files: dict, root: Path, device: str, env: dict, mem_limit: int,
+                 emit, startup_s: float = 300.0, warm_profiler: bool = False, timer: str = "") -> None:
+        self.label, self.device, self.env, self.mem_limit = label, device, env, int(mem_limit or 0)
+        self.warm_profiler = warm_profiler
+        self.timer = timer  # the device timer's method, made (and sealed) before the kernel is imported
+        # What the kernel's process can see (its folder, file, module name, arguments, the logs beside
+        # it) names a random alias, never the label: a kernel that knew it ran as the parent could run
+        # slowly there and make every candidate look faster.
+        self.alias = "k" + secrets.token_hex(6)
+        self.dir = write_files(self.alias, files, root)
+        self.log = root / f"{self.alias}.log"
+        self.emit = emit
+        self.startup_s = startup_s
+        self.proc: subprocess.Popen | None = None
+        self.conn = None
+        self.load_error: tuple[Status, str] | None = None
+        self.deadline = math.inf
+        self.starts = 0
+        _CHILDREN.append(self)
+
+    # -- process life ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        from multiprocessing.connection import Connection
+        a, b = socket.socketpair()
+        cmd = launch.command("kernel_process", [str(b.fileno()), str(self.dir), self.alias, self.device,
+                                                str(self.mem_limit), "1" if self.warm_profiler else "0", self.timer])
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=str(self.dir), env=self.env, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log, pass_fds=[b.fileno()], start_new_session=True)
+        b.close()
+        self.conn = Connection(a.detach())
+        self.starts += 1
+        self.emit(event="child", label=self.label, pid=self.proc.pid)
+
+    def ready(self) -> tuple[Status, str] | None:
+        """Wait for the import; returns why it failed (a raise, no run(), a death, a hang), or None."""
+        if self.proc is None:
+            self.start()
+        deadline = min(self.deadline, time.monotonic() + self.startup_s)
+        try:
+            reply = self._recv(deadline, "importing kernel.py")
+        except KernelFailure as e:
+            return (e.status, str(e))
+        if reply[0] == "load_error":
+            self.stop()
+            return (Status(reply[1]), reply[2])
+        return None
+
+    def ensure(self) -> None:
+        """A live process with the kernel imported: started again after a death or a kill."""
+        if self.load_error:
+            raise KernelFailure(*self.load_error)
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self.start()
+            err = self.ready()
+            if err:
+                raise KernelFailure(*err)
+
+    def stop(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+        if self.proc is not None:
+            hygiene.kill_tree(self.proc.pid)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None and self.conn is not None:
+            try:
+                self.conn.send(("exit",))
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.stop()
+
+    def _tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-800:].strip()
+        except OSError:
+            return ""
+
+    def _recv(self, deadline: float, doing: str):
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                raise KernelFailure(Status.TIMEOUT, timeout_message(doing))
+            try:
+                if self.conn.poll(min(left, 0.5)):
+                    return self.conn.recv()
+            except (EOFError, OSError):
+                pass
+            else:
+                if self.proc.poll() is None:
+                    continue
+            try:
+                rc = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                rc = None
+            tail = self._tail()
+            self.stop()
+            raise KernelFailure(Status.COMPILE_ERROR if doing.startswith("importing") else Status.RUNTIME_ERROR,
+                                f"the kernel's process died while {doing} ({_death(rc)})" +
+                                (f": {tail}" if tail else ""))
+
+    def _send(self, msg: tuple, doing: str):
+        if self.device.startswith("cuda"):
+            torch.cuda.current_stream().synchronize()  # the poison and inputs are written before it reads
+        try:
+            self.conn.send(msg)
+        except (OSError, ValueError):
+            pass  # it died: _recv says how
+        return self._recv(self.deadline, doing)
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def call(self, inputs: list, outs: list) -> list:
+        """Run the kernel once; returns what its caller's stream saw (see invoke)."""
+        self.ensure()
+        snaps = [torch.empty_like(o) for o in outs] if self.device.startswith("cuda") else None
+        reply = self._send(("call", inputs, outs, snaps), "running the kernel")
+        if reply[0] == "not_dps":
+            raise KernelFailure(Status.NOT_DESTINATION_PASSING,
+                                f"run() returned a {reply[1]} instead of writing its outputs: {DPS_HINT}")
+        if reply[0] == "error":
+            raise KernelFailure(Status(reply[1]), reply[2])
+        return snaps if snaps is not None else outs
+
+    def time(self, sets: list, outs: list, warm: list, warm_outs: list, method: str, settings: dict) -> dict:
+        self.ensure()
+        reply = self._send(("time", sets, outs, warm, warm_outs, method, settings), "timing the kernel")
+        if reply[0] == "timer_error":
+            from .timer import TimerError
+            raise TimerError(reply[1])
+        if reply[0] == "error":
+            raise KernelFailure(Status(reply[1]), reply[2])
+        return reply[1]
+
+
+def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:
+    """One process per label, all importing at once (their start-up costs overlap with each other's
+    and with the judge's own); `ready_kernels` waits for the imports."""
+    settings = job.get("settings", {})
+    extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
+    env = hygiene.bytecode_cache(hygiene.scrub_env(os.environ, extra), "kernels")
+    env["TMPDIR"] = str(root)  # the kernel's scratch files land in the judge's folder, removed with it
+    kernels = {}
+    for label, files in job["sources"].items():
+        if only is not None and not any(k.startswith(f"{label}:") for k in only):
+            continue
+        timed = bool(settings.get("timed")) and job.get("stage") in ("stride", "ab")
+        method = settings.get("timer", "cupti") if timed and device.startswith("cuda") else ""
+        kernels[label] = RemoteKernel(label, files, root, device, env, int(settings.get("memory_limit_bytes", 0)),
+                                      emit, warm_profiler=method == "cupti", timer=method)
+    for k in kernels.values():
+        k.start()
+    return kernels
+
+
+def ready_kernels(kernels: dict[str, RemoteKernel]) -> None:
+    for k in kernels.values():
+        k.load_error = k.ready()  # an import that fails once fails for every workload: not retried
+
+
+def arm(*kernels) -> None:
+    """Give each kernel process its time for the next workload (or round of one)."""
+    end = min(LIMITS["job_deadline"], time.monotonic() + LIMITS["workload_s"])
+    for k in kernels:
+        if isinstance(k, RemoteKernel):
+            k.deadline = end
+
+
+def end_children() -> None:
+    """Every kernel process, and anything they left behind (re-parented here: this is a subreaper)."""
+    for k in _CHILDREN:
+        k.stop()
+    hygiene.kill_pids(hygiene.descendants(os.getpid()))
+    hygiene.reap_children()
+
+
+def write_files(label: str, files: dict, root: Path) -> Path:
+    """Write a kernel's files to root/label (Triton's @jit needs a real file); returns the folder."""
+    d = root / label
+    d.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        p = d / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return d
+
+
+def import_files(label: str, files: dict, root: Path, main: str = "kernel.py"):
+    """Write a kernel's files to disk and import the main one (in this process: trusted code only)."""
+    return load_module(label, write_files(label, files, root), main)
+
+
+def import_kernel(label: str, files: dict, root: Path):
+    """Import a kernel into THIS process: for tools that time a known kernel by hand (benchmarks/,
+    the profiler), never for the judge, which runs kernels in a RemoteKernel."""
+    mod = import_files(label, files, root)
+    if not callable(getattr(mod, "run", None)):
+        raise KernelFailure(Status.COMPILE_ERROR, "kernel.py defines no run() function")
+    return mod

@@ -1,0 +1,279 @@
+"""The judge's process: runs ON the benchmark machine, one job at a time.
+
+It imports only the standard library, torch and triton (safetensors when a workload needs a blob),
+so the same files run on this machine's CPU (Triton interpreter), on a local CUDA GPU and inside a
+Modal container. It never imports a kernel: each kernel label gets its own process
+(`kernel_process.py`, started once per job and reused across workloads), which receives the inputs and
+poisoned outputs the judge made, runs the kernel, and answers "done" (and, when timed, its timings).
+Inputs, reference outputs, comparisons, statuses and the progress record stay here.
+
+    launched by runner.run_worker: ... OUT_DIR [--only LABEL:UUID,...] [--deadline S] [--workload-limit S]
+
+The first line of stdin is the job's key: every line of OUT_DIR/progress.jsonl carries an HMAC of
+the record under it, so the runner ignores lines a kernel forged (it runs as the same user and can
+write any file the judge can). For every (label, workload) there is a "start" line before the
+kernel is called and a "done" line after, so the parent can tell which workload a crash or a hang
+happened in and restart the judge on what is left.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+from . import hygiene, stats
+from .calls import short_tb, warm_profiler
+from .checks import SharedRefs, check_all, set_target
+from .inputs import Inputs, floor_bytes, load_reference, resolve_axes
+from .kernels import LIMITS, end_children, import_files, ready_kernels, start_kernels
+from .profiling import profiled
+from .rounds import PHASES, TimedKernel, phase, timed_rounds
+from .status import Status
+
+
+def environment(device: str) -> dict:
+    import triton
+    env = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
+           "device": device, "interpret": os.environ.get("TRITON_INTERPRET") == "1",
+           "host": platform.node(), "platform": platform.platform()}
+    if device.startswith("cuda"):
+        p = torch.cuda.get_device_properties(torch.cuda.current_device())
+        env.update(gpu=p.name, cuda=torch.version.cuda, capability=f"{p.major}.{p.minor}",
+                   driver=_driver_version())
+    return env
+
+
+def _driver_version() -> str:
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip().splitlines()[0]
+    except Exception:
+        return ""
+
+
+def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only,
+                 emit, refs: SharedRefs | None = None) -> tuple[dict, bool]:
+    """An ab job's cheap gate: the candidate alone on the `screen` workloads (the smallest and the
+    largest) before anything else runs. Returns (their records, failed). When one failed, every
+    other record is NOT_RUN, all are emitted with the (empty) timing summary, and the job is over."""
+    screen = set(job.get("settings", {}).get("screen") or ())
+    keys = {f"candidate:{u}" for u in screen if only is None or f"candidate:{u}" in only}
+    if not keys:
+        return {}, False
+    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=False, refs=refs)
+    failed = [(k, r) for k, r in recs.items() if r.get("status") != Status.PASSED]
+    if not failed:
+        return recs, False
+    k0, r0 = failed[0]
+    why = f"not run: the candidate failed the screen on workload {k0.split(':', 1)[1][:8]} ({r0.get('status')})"
+    for label in kernels:
+        for wl in job["workloads"]:
+            k = f"{label}:{wl['uuid']}"
+            if k not in recs and (only is None or k in only):
+                recs[k] = {"event": "done", "label": label, "uuid": wl["uuid"], "status": Status.NOT_RUN,
+                           "message": why}
+    for rec in recs.values():
+        emit(**rec)
+    emit(event="ab", baseline="parent", workloads=[], timing_s=0.0, bandwidth_gbs=None, rounds=0,
+         stopped="screen failed", outcome="inconclusive")
+    return recs, True
+
+
+def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, only, emit) -> None:
+    """stride: candidate against the reference; ab: candidate against the parent (sequential)."""
+    stage = job["stage"]
+    settings = job.get("settings", {})
+    for k in [k for k in PHASES if k != "start"]:  # in-process callers run several jobs: count this one's
+        del PHASES[k]
+    t_check = time.perf_counter()
+    screened: dict = {}
+    refs = SharedRefs(len(kernels))  # the screen's workloads too: the largest has the slowest reference
+    if stage == "ab" and settings.get("screen"):
+        screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, refs)
+        if failed:
+            return
+    rest = only
+    if screened:
+        everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
+        rest = (everything if only is None else set(only)) - set(screened)
+    recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False,
+                                    refs=refs)}
+    del refs
+    phase("check", t_check)
+    cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
+    if stage == "ab":
+        base = TimedKernel("parent", kernels.get("parent", (None, None))[0], True)
+    else:
+        base = TimedKernel("reference", reference, False)
+    def ok(label: str, u: str) -> bool:
+        return recs.get(f"{label}:{u}", {}).get("status") == Status.PASSED
+    wls = [(i, wl) for i, wl in enumerate(job["workloads"])
+           if ok("candidate", wl["uuid"]) and (base.label == "reference" or ok(base.label, wl["uuid"]))]
+    seq = None
+    rounds = int(settings.get("min_rounds", 5))
+    if stage == "ab":
+        seq = stats.Sequential(rounds, int(settings.get("max_rounds", 40)), float(settings.get("confidence", 0.95)),
+                               float(settings.get("min_effect", 0.01)))
+        rounds = seq.max_rounds
+    t0 = time.perf_counter()
+    fig, failures, timer_bw = (timed_rounds(job, base, cand, wls, inputs, reference, device, emit, seq, rounds)
+                               if wls else ({}, {}, None))
+    timing_s = time.perf_counter() - t0
+    per_wl = []
+    for i, wl in wls:
+        u = wl["uuid"]
+        if u in failures:
+            label, e = failures[u]
+            recs[f"{label}:{u}"].update(status=e.status, message=str(e))
+            continue
+        f = fig[u]
+        if not f["log_ratio"]:
+            continue
+        c = recs[f"candidate:{u}"]
+        c.update(latency_us=stats.median(f["candidate"]), host_latency_us=stats.median(f["host_candidate"]),
+                 samples_us=[round(x, 4) for x in f["candidate"]], method=f.get("method"),
+                 calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
+        if "timer_error" in f:
+            c["timer_error"] = f["timer_error"][:300]
+        if "l2_reset" in f:
+            c["l2_reset"] = f["l2_reset"][:200]
+        base_lat = stats.median(f[base.label])
+        if stage == "ab":
+            p = recs[f"parent:{u}"]
+            p.update(latency_us=base_lat, host_latency_us=stats.median(f["host_parent"]),
+                     samples_us=[round(x, 4) for x in f["parent"]], method=f.get("method"))
+            m = math.fsum(f["log_ratio"]) / len(f["log_ratio"])
+            c["ratio_vs_parent"] = math.exp(m)
+            if len(f["log_ratio"]) >= 2:
+                _, lo, hi = stats.mean_interval(f["log_ratio"], float(settings.get("confidence", 0.95)))
+                c["ratio_ci"] = [math.exp(lo), math.exp(hi)]
+        else:
+            c.update(reference_latency_us=base_lat, reference_host_latency_us=stats.median(f["host_reference"]),
+                     speedup_vs_reference=base_lat / max(c["latency_us"], 1e-9))
+        if timer_bw:
+            nb, rule = floor_bytes(job["definition"], resolve_axes(job["definition"], wl))
+            floor_us = nb / timer_bw * 1e6
+            c.update(floor_us=floor_us, floor_rule=rule)
+            if c["latency_us"] < float(settings.get("floor_margin", 0.9)) * floor_us:
+                c.update(status=Status.BELOW_FLOOR,
+                         message=f"{c['latency_us']:.3f} us is below the physical floor {floor_us:.3f} us "
+                                 f"({nb} bytes over the measured {timer_bw / 1e9:.0f} GB/s): the timing "
+                                 "cannot be real (skipped work, or inputs cached)")
+        per_wl.append({"uuid": u, "latency_us": c["latency_us"], "base_latency_us": base_lat,
+                       "log_ratios": [round(x, 6) for x in f["log_ratio"]]})
+    for key, rec in recs.items():
+        emit(**rec)
+    summary = {"event": stage if stage == "ab" else "timing", "baseline": base.label, "workloads": per_wl,
+               "timing_s": round(timing_s, 3), "bandwidth_gbs": round(timer_bw / 1e9, 1) if timer_bw else None,
+               "timer": settings.get("timer", "cupti") if device.startswith("cuda") else "host",
+               "phases": {k: round(v, 3) for k, v in PHASES.items()}}
+    if seq is not None:
+        summary.update(seq.summary() if seq.log_ratios else {"rounds": 0, "stopped": "no data",
+                                                              "outcome": "inconclusive"})
+    emit(**summary)
+
+
+def _term(signum, frame) -> None:  # noqa: ARG001
+    """The runner's SIGTERM (its limit) or its death (PR_SET_PDEATHSIG): end every kernel process first."""
+    end_children()
+    os._exit(128 + signum)
+
+
+T_START = time.perf_counter()
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_dir = Path(argv[0]), Path(argv[1])
+    only = None
+    opts = dict(zip(argv[2::2], argv[3::2]))
+    if "--only" in opts:
+        only = set(opts["--only"].split(",")) if opts["--only"] else set()
+    if "--deadline" in opts:
+        LIMITS["job_deadline"] = time.monotonic() + float(opts["--deadline"])
+    if "--workload-limit" in opts:
+        LIMITS["workload_s"] = float(opts["--workload-limit"])
+    if "--job-limit" in opts:
+        LIMITS["job_s"] = float(opts["--job-limit"])
+    # The key comes on stdin (not argv or the environment, which other processes can read).
+    key = sys.stdin.readline().strip().encode() if not sys.stdin.isatty() else b""
+    sys.stdin.close()
+    parent = os.getppid()
+    import torch.multiprocessing
+    torch.multiprocessing.set_sharing_strategy("file_system")  # as kernel_process.py: shm by name, no fd passing
+    # Start torch's shm manager now: a signal that lands while it starts leaves libshm spinning.
+    torch.zeros(1).share_memory_()
+    hygiene.make_undumpable()
+    hygiene.die_with_parent(signal.SIGTERM)
+    hygiene.become_subreaper()
+    signal.signal(signal.SIGTERM, _term)
+    if os.getppid() != parent:  # the runner died before PR_SET_PDEATHSIG was set
+        return 3
+    job = json.loads(job_path.read_text())
+    device = job.get("settings", {}).get("device", "cpu")
+    progress = open(out_dir / "progress.jsonl", "a", buffering=1)
+    seq = [0]
+    lock = threading.Lock()
+
+    def emit(**rec) -> None:
+        body = json.dumps(rec)
+        with lock:
+            seq[0] += 1
+            mac = hmac.new(key, f"{seq[0]}:{body}".encode(), hashlib.sha256).hexdigest()
+            progress.write(json.dumps({"seq": seq[0], "rec": rec, "mac": mac}) + "\n")
+            progress.flush()
+            os.fsync(progress.fileno())
+
+    tmp = Path(tempfile.mkdtemp(prefix="autogk-worker-"))
+    hygiene.mark_owner(tmp)
+    try:
+        remote = start_kernels(job, tmp / "kernels", device, emit, only)  # first: they import meanwhile
+        emit(event="env", environment=environment(device))
+        settings = job.get("settings", {})
+        if (device.startswith("cuda") and settings.get("timed") and job.get("stage") == "stride"
+                and settings.get("timer", "cupti") == "cupti"):
+            warm_profiler()  # the judge times the reference itself
+        gen_module = None
+        if job.get("generator"):  # the target's own generator: trusted, not editable by agents
+            try:
+                gen_module = import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py")
+                set_target(gen_module)
+            except Exception as e:
+                emit(event="fatal", message=f"the target's inputs.py failed to import: {short_tb(e)}")
+                return 2
+        inputs = Inputs(job, device, gen_module)
+        reference = load_reference(job["definition"])
+        ready_kernels(remote)
+        phase("start", T_START)
+        kernels = {label: (k, k.load_error) for label, k in remote.items()}
+        if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
+            run_timed(job, kernels, inputs, reference, device, only, emit)
+        else:
+            check_all(kernels, job, inputs, reference, device, only, emit, emit_done=True)
+        profiling = bool(os.environ.get("AUTOGK_PROFILE_DIR"))
+        for k in remote.values():
+            # Killed, not asked to exit: a graceful exit (the CUDA context's teardown) cost ~0.75 s a
+            # process on the H200. Asked only when profiling, so the process writes its profile.
+            k.close() if profiling else k.stop()
+        emit(event="end")
+    finally:
+        end_children()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def entry(argv: list[str]) -> int:
+    return profiled(main, argv, "judge")

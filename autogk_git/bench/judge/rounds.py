@@ -1,0 +1,229 @@
+"""Paired timing rounds: per round, every workload, both labels in random order on the same fresh
+input sets; then the judge checks what the timed calls wrote."""
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import torch
+
+from .calls import (
+    HostTimer,
+    KernelFailure,
+    classify,
+    device_timer,
+    die_if_context_lost,
+    short_tb,
+    sync,
+    time_batch,
+)
+from .checks import alloc_outputs, bits, check_inputs, check_outputs, relabel
+from .inputs import (
+    HarnessFailure,
+    Inputs,
+    make_inputs,
+    reference_outputs,
+    resolve_axes,
+    tensor_bytes,
+)
+from .kernels import RemoteKernel, arm
+from .status import Status
+
+PHASES: dict[str, float] = {}
+"""Wall seconds by phase of this job (start, check, inputs, timed, verify): the ab summary's `phases`,
+so a slow experiment says where its time went."""
+
+
+def phase(name: str, since: float) -> float:
+    now = time.perf_counter()
+    PHASES[name] = PHASES.get(name, 0.0) + now - since
+    return now
+
+
+class TimedKernel:
+    """One label's way to be called on an input set: a DPS kernel, or the value-returning reference."""
+
+    def __init__(self, label: str, fn, dps: bool) -> None:
+        self.label, self.fn, self.dps = label, fn, dps
+
+
+def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
+               device: str, rng: random.Random, method_timer, checked: list[int] | None = None,
+               ref_cache: dict | None = None) -> dict:
+    """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote.
+
+    checked: which sets' outputs are compared with the reference's (both labels of a round get the
+    same ones, so `ref_cache` computes each reference output once); None: `verify_sets` at random."""
+    definition = job["definition"]
+    settings = job.get("settings", {})
+    axes = resolve_axes(definition, wl)
+    tolerances = settings.get("tolerances", {})
+    warmup = int(settings.get("warmup", 5))
+    if not tk.dps:  # the reference, timed here: it is trusted code
+        for _ in range(max(1, warmup)):
+            tk.fn(*warm_set)
+        sync(device)
+        t = method_timer.time_calls([lambda a=a: tk.fn(*a) for a in sets])
+        t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
+        return t
+    warm_outs = alloc_outputs(definition, axes, device, 0)
+    outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
+    if checked is None:
+        checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 2)), len(sets)))
+    ref_cache = {} if ref_cache is None else ref_cache
+    saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
+    t0 = time.perf_counter()
+    if isinstance(tk.fn, RemoteKernel):
+        t = tk.fn.time(sets, outs, warm_set, warm_outs, method_timer.method, settings)
+    else:
+        t = time_batch(tk.fn, sets, outs, warm_set, warm_outs, settings, method_timer, device)
+    sync(device)
+    t0 = phase("timed", t0)
+    # What the timed calls wrote is what counts: a call that skipped its work leaves poison behind.
+    where = "in the timed calls"
+    for k, o in enumerate(outs):
+        for (name, spec), x in zip(definition["outputs"].items(), o):
+            if x.dtype.is_floating_point and torch.isnan(x).any():
+                raise KernelFailure(Status.INCORRECT_NUMERICAL,
+                                    f"{where}: output {name} of timed call {k} still holds the poison "
+                                    "(the call skipped its work: cached or early return)")
+    for k in checked:
+        try:
+            check_inputs(definition, sets[k], saved[k])
+            if k not in ref_cache:
+                ref_cache[k] = reference_outputs(reference, sets[k])
+            check_outputs(definition, outs[k], ref_cache[k], tolerances, sets[k], axes)
+        except KernelFailure as e:
+            raise relabel(e, where) from None
+    phase("verify", t0)
+    return t
+
+
+def calls_per_round(job: dict, wl: dict) -> int:
+    """Timed calls per round, each on its own input set, within a memory budget."""
+    settings = job.get("settings", {})
+    axes = resolve_axes(job["definition"], wl)
+    nbytes = sum(tensor_bytes(job["definition"], axes, "inputs").values()) + \
+        sum(tensor_bytes(job["definition"], axes, "outputs").values())
+    budget = int(settings.get("timing_mem_bytes", 1 << 30))
+    return max(2, min(int(settings.get("reps", 30)), budget // max(1, nbytes)))
+
+
+def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
+    """How many of each round's timed calls have their outputs compared with the reference's, per
+    workload: `verify_sets` in all over the first `min_rounds` rounds (rounds and calls drawn at
+    random, so a kernel cannot know which of its timed calls are read), then one in every later round
+    (a kernel that goes wrong after some number of calls is still read after it). Each verified call
+    costs a reference call, which for a reference that loops in Python (the DSA definitions) cost
+    more than the timing itself when every round verified two (H200, 2026-11-30)."""
+    early = max(1, int(settings.get("min_rounds", 5)))
+    plan: dict = {"early": early}
+    for u in uuids:
+        per_round: dict[int, int] = {}
+        for _ in range(max(1, int(settings.get("verify_sets", 2)))):
+            r = rng.randrange(early)
+            per_round[r] = per_round.get(r, 0) + 1
+        plan[u] = per_round
+    return plan
+
+
+def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
+                 reference, device: str, emit, seq, rounds: int) -> tuple[dict, dict, float | None]:
+    """Paired rounds: per round, every workload, both labels in random order on the same fresh values.
+
+    Returns (per-workload figures, failures {uuid: (label, KernelFailure)}, memory bandwidth B/s)."""
+    settings = job.get("settings", {})
+    seed = int(job.get("seed", 0))
+    rng = random.Random(seed ^ 0x5EED)
+    if device.startswith("cuda"):
+        from . import timer as timing
+        timers = {"main": device_timer(settings.get("timer", "cupti"))}
+        capture_error = timing.TimerError
+    else:
+        timers = {"main": HostTimer()}
+        capture_error = ()
+    method = {wl["uuid"]: timers["main"].method for _, wl in wls}
+    timers[timers["main"].method] = timers["main"]
+    fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
+                        "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
+    failures: dict[str, tuple[str, KernelFailure]] = {}
+    tried: dict[str, set] = {}
+    verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
+    means: list[float] = []  # each round's mean log ratio over its workloads
+    for r in range(rounds):
+        round_logs = []
+        for i, wl in wls:
+            u = wl["uuid"]
+            if u in failures:
+                continue
+            n = fig[u]["calls"]
+            base_seed = seed * 7919 + i * 104729 + r * 1_000_003
+            try:
+                t_in = time.perf_counter()
+                sets = [make_inputs(inputs, wl, base_seed + k, on_device=True) for k in range(n)]
+                warm = make_inputs(inputs, wl, base_seed + n, on_device=True)
+                phase("inputs", t_in)
+            except HarnessFailure as e:
+                failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
+                continue
+            order = [base, cand]
+            rng.shuffle(order)
+            # The same sets' outputs are compared for both labels, each reference output made once;
+            # which sets, and in which rounds, is drawn at random (verify_plan). Every timed call's
+            # outputs are checked for the poison.
+            checked = rng.sample(range(n), min(verify[u].get(r, 1 if r >= verify["early"] else 0), n))
+            ref_cache: dict = {}
+            while True:
+                if method[u] not in timers:
+                    timers[method[u]] = device_timer(method[u])
+                got = {}
+                try:
+                    for tk in order:
+                        emit(event="at", label=cand.label if tk.label == "reference" else tk.label, uuid=u)
+                        arm(tk.fn)
+                        try:
+                            got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
+                                                       timers[method[u]], checked, ref_cache)
+                        except capture_error:
+                            raise
+                        except KernelFailure as e:
+                            failures[u] = (tk.label, e)
+                            break
+                        except HarnessFailure as e:
+                            failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
+                            break
+                        except Exception as e:  # noqa: BLE001 - the kernel raised while being timed
+                            die_if_context_lost(e, device)
+                            failures[u] = (tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
+                            break
+                except capture_error as e:
+                    # Both labels, from this round on, with the other timer: the method must be the same.
+                    fig[u]["timer_error"] = f"{method[u]}: {e}"
+                    tried.setdefault(u, set()).add(method[u])
+                    other = [m for m in ("cupti", "cudagraph") if m not in tried[u]]
+                    if other:
+                        method[u] = other[0]
+                        continue
+                    failures[u] = (cand.label, KernelFailure(Status.RUNTIME_ERROR, f"could not be timed: {e}"))
+                break
+            if u in failures:
+                continue
+            for label in (base.label, cand.label):
+                fig[u][label].append(got[label]["us"])
+                fig[u]["host_" + label].append(got[label]["host_us"])
+            fig[u]["method"] = got[cand.label]["method"]
+            if got[cand.label].get("l2_reset"):
+                fig[u]["l2_reset"] = got[cand.label]["l2_reset"]
+            lr = math.log(max(got[cand.label]["us"], 1e-9) / max(got[base.label]["us"], 1e-9))
+            fig[u]["log_ratio"].append(lr)
+            round_logs.append(lr)
+            del sets, warm, ref_cache
+        if round_logs:
+            means.append(math.fsum(round_logs) / len(round_logs))
+            emit(event="round", message=f"round {r + 1}: {len(round_logs)} workload(s) timed, geomean "
+                 f"{cand.label}/{base.label} so far {math.exp(math.fsum(means) / len(means)):.4f}")
+        if seq is not None and round_logs:
+            if seq.add(means[-1]):
+                break
+    return fig, failures, timers["main"].bandwidth()

@@ -1,0 +1,121 @@
+"""The seal of a kernel's process: what calls and times the kernel, fingerprinted before the kernel's
+code runs and compared after the import, around every request and right after each timed window."""
+from __future__ import annotations
+
+import sys
+
+
+class Seal:
+    """What this process calls and times the kernel with, fingerprinted before the kernel's code runs.
+
+    The timings are made here, in the kernel's process: a kernel rewarded for speed could scale its
+    own figures by replacing the timer (a method, a module constant such as the side-stream ratio,
+    the flush buffer) or a library call it makes (torch.profiler's event times, CUDA events, the
+    clock, the reply's pickler). Every value of the judge's own modules and classes, every callable of
+    the watched library modules and classes, and the timers' state are held by identity here and
+    compared after the import and around every request. Not a wall against code that writes memory
+    through ctypes: a check that turns the obvious patch into a failure with a message."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, tuple] = {}  # name -> (how it is read, container, key, the value held)
+        self.tampered = ""
+
+    @staticmethod
+    def _callable(v) -> bool:
+        return callable(v) or isinstance(v, (staticmethod, classmethod, property))
+
+    def _hold(self, name: str, owner, attr: str, value) -> None:
+        self.marks[name] = ("vars", owner, attr, value)
+        code = getattr(value, "__code__", None)
+        if code is not None:  # a function whose body or defaults were swapped keeps its identity
+            for part in ("__code__", "__defaults__", "__kwdefaults__"):
+                self.marks[f"{name}.{part}"] = ("attr", value, part, getattr(value, part))
+
+    def own(self, name: str, ns) -> None:
+        """Every attribute of one of the judge's modules or classes (functions, constants, classes)."""
+        for attr, v in list(vars(ns).items()):
+            if attr in ("__dict__", "__weakref__", "__doc__"):
+                continue
+            self._hold(f"{name}.{attr}", ns, attr, v)
+            if isinstance(v, type) and getattr(v, "__module__", None) == getattr(ns, "__name__", None):
+                self.own(f"{name}.{attr}", v)
+
+    def library(self, name: str, ns) -> None:
+        """The callables of a library module or class (its other state may change as it runs)."""
+        for attr, v in list(vars(ns).items()):
+            if self._callable(v) and not attr.startswith("__"):
+                self._hold(f"{name}.{attr}", ns, attr, v)
+
+    def state(self, name: str, obj) -> None:
+        """An object's attributes (the timer's flush buffer, its method name); a tensor also by where
+        it lives and how large it is (a buffer shrunk in place keeps its identity)."""
+        for attr, v in list(vars(obj).items()):
+            self._hold(f"{name}.{attr}", obj, attr, v)
+            if hasattr(v, "data_ptr") and hasattr(v, "numel"):
+                self.marks[f"{name}.{attr}:storage"] = ("storage", v, (v.data_ptr(), v.numel(), str(v.dtype)), None)
+
+    def mapping(self, name: str, d: dict, keys=None) -> None:
+        """A dict's entries (all, or `keys`) by identity, and each value's state (the per-method timers)."""
+        for k in list(d if keys is None else keys):
+            self.marks[f"{name}[{k!r}]"] = ("item", d, k, d[k])
+            self.state(f"{name}[{k!r}]", d[k])
+
+    def check(self) -> str:
+        """'' while every held value is still in place, else what changed (then always that)."""
+        if self.tampered:
+            return self.tampered
+        missing = object()
+        for name, (how, owner, key, value) in self.marks.items():
+            if how == "vars":
+                same = vars(owner).get(key, missing) is value
+            elif how == "attr":
+                same = getattr(owner, key, missing) is value
+            elif how == "item":
+                same = owner.get(key, missing) is value
+            else:  # a tensor's storage, as sealed
+                same = (owner.data_ptr(), owner.numel(), str(owner.dtype)) == key
+            if not same:
+                self.tampered = (f"the kernel changed {name} in its process (the judge's helpers, timers or a "
+                                 "library call the timer makes): a kernel may not patch what calls or times it")
+                return self.tampered
+        return ""
+
+
+def seal_process(process, timing) -> Seal:
+    """The seal of this process: the judge's modules and this one, the library calls the timing path
+    makes, and the timers made so far."""
+    import builtins
+    import math
+    import multiprocessing.connection as mpc
+    import multiprocessing.reduction as mpr
+    import time
+
+    import torch
+    seal = Seal()
+    from . import calls, hygiene, launch, profiling, stats, status
+    for name, mod in (("kernel_process", process), ("seal", sys.modules[__name__]), ("calls", calls),
+                      ("timer", timing), ("hygiene", hygiene), ("stats", stats), ("status", status),
+                      ("launch", launch), ("profiling", profiling)):
+        if mod is not None:
+            seal.own(name, mod)
+    # torch's own namespace only for what this path calls: torch._dynamo's import (torch.compile in a
+    # kernel) rewraps some of its functions, which is no tampering.
+    for attr in ("bitwise_or", "empty", "empty_like", "zeros"):
+        seal._hold(f"torch.{attr}", torch, attr, getattr(torch, attr))
+    libs = [("builtins", builtins), ("math", math), ("time", time), ("torch.cuda", torch.cuda),
+            ("Connection", mpc.Connection), ("ForkingPickler", mpr.ForkingPickler), ("torch.Tensor", torch.Tensor)]
+    if timing is not None:
+        import torch.autograd.profiler as ap
+        import torch.autograd.profiler_util as apu
+        import torch.profiler as tp
+        libs += [("torch.cuda.Event", torch.cuda.Event), ("torch.cuda.Stream", torch.cuda.Stream),
+                 ("torch.cuda.CUDAGraph", torch.cuda.CUDAGraph), ("torch.cuda.graph", torch.cuda.graph),
+                 ("torch.profiler", tp), ("torch.profiler.profile", tp.profile),
+                 ("torch.autograd.profiler", ap), ("torch.autograd.profiler.profile", ap.profile),
+                 ("torch.autograd.profiler_util", apu)]
+        libs += [(f"torch.autograd.profiler_util.{c}", getattr(apu, c)) for c in
+                 ("FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "Kernel") if hasattr(apu, c)]
+    for name, ns in libs:
+        seal.library(name, ns)
+    seal.mapping("calls._DEVICE_TIMERS", calls._DEVICE_TIMERS)
+    return seal
