@@ -282,3 +282,64 @@ def test_a_kernel_that_slows_the_clock_once_timed_is_not_faster_but_tampered():
     assert c.get("ratio_vs_parent") is None
     p = out["labels"]["parent"][WLS[3]["uuid"]]
     assert p["status"] == "PASSED"
+
+
+def test_work_left_past_the_timed_window_is_not_a_speedup():
+    # The candidate does the parent's work, but in a timed batch it only remembers the calls and does
+    # them in the untimed calls after the window. Its outputs are right by the end of the request;
+    # they were not at the end of the window, which is what the judge reads now.
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
+    j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": _cheat("defers_past_window")}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    assert c["status"] in ("INCORRECT_NUMERICAL", "STREAM_ORDER"), c
+    assert "timed window" in c["message"], c
+    assert c.get("ratio_vs_parent") is None
+    assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+
+
+def test_the_judge_draws_inputs_no_kernel_can_replay(tmp_path):
+    # The job's seed is readable (a kernel can find the job, or knows its commit); the inputs are drawn
+    # from it mixed with a secret of the judge's process, so the same job gives other values each run.
+    log = tmp_path / "seen.txt"
+    src = ("import torch\n"
+           f"LOG = {str(log)!r}\n"
+           "def run(x, bias, scale, out):\n"
+           "    open(LOG, 'a').write(repr(round(float(x.double().sum()), 6)) + '\\n')\n"
+           "    torch.add(x * scale, bias, out=out)\n")
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu", "repeat_checks": False},
+         "sources": {"candidate": {"kernel.py": src}}}
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    for _ in range(2):
+        assert runner.run_worker(j, env, 300)["labels"]["candidate"][WLS[0]["uuid"]]["status"] == "PASSED"
+    first, second = log.read_text().split()
+    assert first != second
+
+
+def test_a_name_added_to_a_sealed_class_or_a_thread_is_tampering():
+    # A `__getattribute__` given to the timer's class replaces no value the seal held; a thread can
+    # patch and restore between checks. Both fail at import, before any figure is made.
+    names = ["torch_honest", "imports_dynamo", "adds_getattribute", "starts_thread"]
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu"},
+         "sources": {n: _cheat(n) for n in names}}
+    out = runner.run_worker(j, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), 300)
+    got = {label: list(w.values())[0] for label, w in out["labels"].items()}
+    assert got["torch_honest"]["status"] == got["imports_dynamo"]["status"] == "PASSED", got
+    assert got["adds_getattribute"]["status"] == "TAMPERED", got["adds_getattribute"]
+    assert "calls.HostTimer:names" in got["adds_getattribute"]["message"]
+    assert got["starts_thread"]["status"] == "TAMPERED" and "thread" in got["starts_thread"]["message"], got
+
+
+def test_a_clock_patched_inside_the_timed_window_and_put_back_changes_no_figure():
+    # The kernel slows the clock from its first call of a batch and puts it back before the window
+    # ends (on the old code: PASSED at 0.33). Patched during the warm-up, the seal's check right before
+    # the window sees it (TAMPERED); patched inside the window, the timer reads the clock it bound
+    # before the window, so the figure is the honest one. Either way no false speedup comes out.
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
+    j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": _cheat("patches_clock_in_window")}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    assert c["status"] in ("TAMPERED", "PASSED"), c
+    assert c.get("ratio_vs_parent") is None if c["status"] == "TAMPERED" else c["ratio_vs_parent"] > 0.8, c

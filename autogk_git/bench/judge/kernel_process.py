@@ -16,7 +16,8 @@ kernel that replaces one of their functions, constants or the timer's state, or 
 the timer calls, fails every request from then on with TAMPERED.
 Requests:
     ("call", inputs, outputs)                         -> ("ok",) | ("not_dps", what) | ("error", status, message)
-    ("time", sets, outs, warm, warm_outs, method, settings) -> ("ok", timing) | ("timer_error", msg) | ("error", ...)
+    ("time", sets, outs, snaps, warm, warm_outs, method, settings)
+                                                      -> ("ok", timing) | ("timer_error", msg) | ("error", ...)
     ("exit",)
 """
 from __future__ import annotations
@@ -32,17 +33,6 @@ from .calls import KernelFailure
 from .profiling import profiled
 from .seal import seal_process
 from .status import Status
-
-
-def snapshot(snaps: list, outs: list) -> None:
-    """Copy each output's bytes with an elementwise kernel on the current stream. On the H200 (torch
-    2.11) the judge still passed a side-stream kernel when this was `copy_` on the same pool stream;
-    with this kernel, loaded at start, it was caught (benchmarks/results/h200_verdicts.md). Which of
-    the two changes made the difference was not isolated."""
-    import torch
-    for s, o in zip(snaps, outs):
-        src = o.reshape(-1).view(torch.uint8)
-        torch.bitwise_or(src, 0, out=s.reshape(-1).view(torch.uint8))
 
 
 def _on(stream):
@@ -84,6 +74,11 @@ def main(argv: list[str]) -> int:
             seal.tampered = seal.tampered or "the kernel changed the seal's own records in its process"
         return seal.check()
 
+    def window_checked() -> None:
+        """Right before and right after a timed window: a patch made during the warm-up or the window."""
+        if tampered():
+            raise KernelFailure(Status.TAMPERED, f"while timed: {tampered()}")
+
     conn = Connection(fd)
     try:
         mod = calls.load_module(alias, kdir, "kernel.py")
@@ -105,7 +100,7 @@ def main(argv: list[str]) -> int:
     caller = torch.cuda.Stream(device) if device.startswith("cuda") else None
     if caller is not None:  # load the snapshot's kernel now, not during a kernel's first call
         with _on(caller):
-            snapshot([torch.zeros(4, device=device)], [torch.ones(4, device=device)])
+            calls.snapshot([torch.zeros(4, device=device)], [torch.ones(4, device=device)])
         caller.synchronize()
     held = None  # the last call's tensors: kept alive so the same judge buffers keep the same address here
     while True:
@@ -128,7 +123,7 @@ def main(argv: list[str]) -> int:
                         caller.wait_stream(torch.cuda.default_stream(device))  # inputs and poison written
                     ret = run(*inputs, *outs)
                     if snaps is not None:  # what a consumer on the caller's stream reads, in that stream's order
-                        snapshot(snaps, outs)
+                        calls.snapshot(snaps, outs)
                     calls.stream_wait(device)
             except BaseException as e:  # noqa: BLE001 - the kernel's failure, reported as data
                 conn.send(("error", calls.classify(e), calls.short_tb(e)))
@@ -142,7 +137,8 @@ def main(argv: list[str]) -> int:
                 continue
             conn.send(("ok",))
         elif op == "time":
-            _, sets, outs, warm, warm_outs, method, settings = msg
+            _, sets, outs, snaps, warm, warm_outs, method, settings = msg
+            held = (sets, outs, snaps, warm, warm_outs)  # noqa: F841 - kept alive on purpose
             try:
                 known = set(calls._DEVICE_TIMERS)
                 timer = calls.device_timer(method) if timing is not None else calls.HostTimer()
@@ -153,7 +149,8 @@ def main(argv: list[str]) -> int:
                 # Timed on the default stream, where the caller-stream events of the cupti timer were
                 # seen to catch work left on a side stream (H200, 2026-11-30); on a pool stream the
                 # same cross-check passed such a kernel.
-                t = calls.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device)
+                t = calls.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device, snaps,
+                                     check=window_checked)
             except KernelFailure as e:
                 conn.send(("error", e.status, str(e)))
                 continue

@@ -189,9 +189,12 @@ class RemoteKernel:
             raise KernelFailure(Status(reply[1]), reply[2])
         return snaps if snaps is not None else outs
 
-    def time(self, sets: list, outs: list, warm: list, warm_outs: list, method: str, settings: dict) -> dict:
+    def time(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
+             settings: dict) -> dict:
+        """Time the kernel on one round's sets; `snaps` receive the timed calls' outputs right after the
+        timed window (calls.time_batch)."""
         self.ensure()
-        reply = self._send(("time", sets, outs, warm, warm_outs, method, settings), "timing the kernel")
+        reply = self._send(("time", sets, outs, snaps, warm, warm_outs, method, settings), "timing the kernel")
         if reply[0] == "timer_error":
             from .timer import TimerError
             raise TimerError(reply[1])

@@ -69,31 +69,38 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         return t
     warm_outs = alloc_outputs(definition, axes, device, 0)
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
-    if checked is None:
-        checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 2)), len(sets)))
+    snaps = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]  # poisoned until written
     ref_cache = {} if ref_cache is None else ref_cache
-    saved = {k: [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in sets[k]] for k in checked}
+    saved = [[bits(x).clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
     t0 = time.perf_counter()
     if isinstance(tk.fn, RemoteKernel):
-        t = tk.fn.time(sets, outs, warm_set, warm_outs, method_timer.method, settings)
+        t = tk.fn.time(sets, outs, snaps, warm_set, warm_outs, method_timer.method, settings)
     else:
-        t = time_batch(tk.fn, sets, outs, warm_set, warm_outs, settings, method_timer, device)
+        t = time_batch(tk.fn, sets, outs, warm_set, warm_outs, settings, method_timer, device, snaps)
     sync(device)
     t0 = phase("timed", t0)
-    # What the timed calls wrote is what counts: a call that skipped its work leaves poison behind.
+    # What the timed calls wrote by the end of the window is what counts (the snapshots): a call that
+    # skipped its work leaves poison behind, and work that landed later changed the outputs since.
     where = "in the timed calls"
-    for k, o in enumerate(outs):
-        for (name, spec), x in zip(definition["outputs"].items(), o):
-            if x.dtype.is_floating_point and torch.isnan(x).any():
+    for k, (o, snap) in enumerate(zip(outs, snaps)):
+        for (name, spec), x, y in zip(definition["outputs"].items(), o, snap):
+            if y.dtype.is_floating_point and torch.isnan(y).any():
                 raise KernelFailure(Status.INCORRECT_NUMERICAL,
-                                    f"{where}: output {name} of timed call {k} still holds the poison "
-                                    "(the call skipped its work: cached or early return)")
+                                    f"{where}: output {name} of timed call {k} still held the poison when the "
+                                    "timed window ended (the call skipped its work, or left it to land later)")
+            if not torch.equal(bits(x), bits(y)):
+                raise KernelFailure(Status.STREAM_ORDER,
+                                    f"{where}: output {name} of timed call {k} changed after the timed window "
+                                    "ended: work left to land after the calls (a later call, a thread, another "
+                                    "stream) is not counted in their time")
+    if checked is None:
+        checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 2)), len(sets)))
     for k in checked:
         try:
             check_inputs(definition, sets[k], saved[k])
             if k not in ref_cache:
                 ref_cache[k] = reference_outputs(reference, sets[k])
-            check_outputs(definition, outs[k], ref_cache[k], tolerances, sets[k], axes)
+            check_outputs(definition, snaps[k], ref_cache[k], tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
     phase("verify", t0)
@@ -135,7 +142,9 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     Returns (per-workload figures, failures {uuid: (label, KernelFailure)}, memory bandwidth B/s)."""
     settings = job.get("settings", {})
     seed = int(job.get("seed", 0))
-    rng = random.Random(seed ^ 0x5EED)
+    # Which calls are verified, in which rounds, and each round's order of labels: drawn from the
+    # system's randomness, which nothing in a kernel's process can replay (the job's seed could be).
+    rng = random.SystemRandom()
     if device.startswith("cuda"):
         from . import timer as timing
         timers = {"main": device_timer(settings.get("timer", "cupti"))}

@@ -3,6 +3,10 @@ code runs and compared after the import, around every request and right after ea
 from __future__ import annotations
 
 import sys
+import threading
+
+# Names a namespace gains by itself as it runs: warnings' per-module registry.
+IGNORED_NAMES = frozenset({"__warningregistry__"})
 
 
 class Seal:
@@ -19,6 +23,7 @@ class Seal:
     def __init__(self) -> None:
         self.marks: dict[str, tuple] = {}  # name -> (how it is read, container, key, the value held)
         self.tampered = ""
+        self.threads = threading.active_count()
 
     @staticmethod
     def _callable(v) -> bool:
@@ -31,8 +36,14 @@ class Seal:
             for part in ("__code__", "__defaults__", "__kwdefaults__"):
                 self.marks[f"{name}.{part}"] = ("attr", value, part, getattr(value, part))
 
+    def _keys(self, name: str, ns) -> None:
+        """The names a namespace has now: one added later (an instance attribute that shadows a method,
+        a `__getattribute__` given to a class) changes what is called as surely as a replaced one."""
+        self.marks[f"{name}:names"] = ("names", ns, frozenset(vars(ns)) - IGNORED_NAMES, None)
+
     def own(self, name: str, ns) -> None:
         """Every attribute of one of the judge's modules or classes (functions, constants, classes)."""
+        self._keys(name, ns)
         for attr, v in list(vars(ns).items()):
             if attr in ("__dict__", "__weakref__", "__doc__"):
                 continue
@@ -41,7 +52,10 @@ class Seal:
                 self.own(f"{name}.{attr}", v)
 
     def library(self, name: str, ns) -> None:
-        """The callables of a library module or class (its other state may change as it runs)."""
+        """The callables of a library module or class (its other state may change as it runs); a
+        class's names too (a module may gain submodules and caches as it runs)."""
+        if isinstance(ns, type):
+            self._keys(name, ns)
         for attr, v in list(vars(ns).items()):
             if self._callable(v) and not attr.startswith("__"):
                 self._hold(f"{name}.{attr}", ns, attr, v)
@@ -49,6 +63,8 @@ class Seal:
     def state(self, name: str, obj) -> None:
         """An object's attributes (the timer's flush buffer, its method name); a tensor also by where
         it lives and how large it is (a buffer shrunk in place keeps its identity)."""
+        self._keys(name, obj)
+        self.marks[f"{name}:class"] = ("attr", obj, "__class__", type(obj))
         for attr, v in list(vars(obj).items()):
             self._hold(f"{name}.{attr}", obj, attr, v)
             if hasattr(v, "data_ptr") and hasattr(v, "numel"):
@@ -64,6 +80,12 @@ class Seal:
         """'' while every held value is still in place, else what changed (then always that)."""
         if self.tampered:
             return self.tampered
+        if threading.active_count() > self.threads:
+            # A thread of the kernel's runs between and during the judge's own steps: it can patch the
+            # timer for a moment and put it back before any check, or do work after a timed window.
+            self.tampered = (f"the kernel left {threading.active_count() - self.threads} Python thread(s) running "
+                             "in its process: a kernel may not run code outside its calls")
+            return self.tampered
         missing = object()
         for name, (how, owner, key, value) in self.marks.items():
             if how == "vars":
@@ -72,6 +94,8 @@ class Seal:
                 same = getattr(owner, key, missing) is value
             elif how == "item":
                 same = owner.get(key, missing) is value
+            elif how == "names":
+                same = frozenset(vars(owner)) - IGNORED_NAMES == key
             else:  # a tensor's storage, as sealed
                 same = (owner.data_ptr(), owner.numel(), str(owner.dtype)) == key
             if not same:

@@ -131,8 +131,16 @@ class DeviceTimer:
         self._bandwidth: float | None = None
 
     def flush(self) -> None:
+        self._flusher()()
+
+    def _flusher(self) -> Callable[[], object]:
+        """The flush with its launcher and arguments bound now: inside a timed window nothing is looked
+        up again, so a kernel that patches the timer's class or module during its calls (and puts it
+        back before the window ends) changes nothing the window does."""
         block = 4096
-        _autogk_l2_flush[(triton.cdiv(self._flush_n, block),)](self._flush_buf, self._flush_n, BLOCK=block)
+        launch = _autogk_l2_flush[(triton.cdiv(self._flush_n, block),)]
+        buf, n = self._flush_buf, self._flush_n
+        return lambda: launch(buf, n, BLOCK=block)
 
     # -- device time -----------------------------------------------------------------------------
 
@@ -146,22 +154,31 @@ class DeviceTimer:
             return f"the persisting-L2 limit is {v} bytes after the timed calls (it was reset to 0)"
         return None
 
-    def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 3) -> dict:
+    def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 3, after=None,
+                   after_kernels: int | None = None) -> dict:
         """Device time of one call, in microseconds: {'us': median, 'samples': [...], 'method': ...};
-        with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged."""
+        with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged.
+
+        after: enqueued on the caller's stream right after the last timed call (the outputs' snapshot),
+        after a last flush; with cupti, that flush's bucket must hold exactly `after_kernels` kernels, or
+        'late_work' says what else ran there (work a kernel left to land after its calls)."""
         out: dict = {"method": self.method}
         if self.method == "cudagraph":
             samples = self._graph(calls, replays)
+            if after is not None:
+                after()
         elif self.method == "cupti":
-            samples, stream = self._cupti(calls)
+            samples, stream, late = self._cupti(calls, after, after_kernels)
             out["stream_us"] = median(stream)
             dev, ela = math.fsum(samples), math.fsum(stream)
             if dev > STREAM_RATIO * ela + STREAM_SLACK_US * len(calls):
                 out["stream_gap"] = (f"device time {dev / len(calls):.2f} us per call, but the caller's stream "
                                      f"waited only {ela / len(calls):.2f} us: work ran on another stream "
                                      "without the caller's stream waiting for it")
+            if late:
+                out["late_work"] = late
         else:
-            samples = self._events(calls)
+            samples = self._events(calls, after)
         out.update(us=median(samples), samples=samples)
         return out
 
@@ -202,36 +219,46 @@ class DeviceTimer:
         del g_calls, g_flush
         return samples
 
-    def _events(self, calls: Sequence[Callable[[], object]]) -> list[float]:
+    def _events(self, calls: Sequence[Callable[[], object]], after=None) -> list[float]:
         starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
         ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
-        for c, s, e in zip(calls, starts, ends):
-            self.flush()
-            s.record()
+        flush = self._flusher()
+        for c, s, e in zip(calls, [s.record for s in starts], [e.record for e in ends]):
+            flush()
+            s()
             c()
-            e.record()
+            e()
+        if after is not None:
+            flush()
+            after()
         torch.cuda.synchronize()
         return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
 
-    def _cupti(self, calls: Sequence[Callable[[], object]]) -> tuple[list[float], list[float]]:
+    def _cupti(self, calls: Sequence[Callable[[], object]], after=None, after_kernels: int | None = None
+               ) -> tuple[list[float], list[float], str]:
         from torch.profiler import ProfilerActivity, profile
         starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
         ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
         for e in (*starts, *ends):  # created lazily on first record: prime them outside the profile
             e.record()
         torch.cuda.synchronize()
+        flush, sync = self._flusher(), torch.cuda.synchronize
+        window = list(zip(calls, [s.record for s in starts], [e.record for e in ends]))
         # No garbage collection inside the timed window: a pause between a call's two events lengthens
         # the caller stream's elapsed time, which would hide work left on a side stream.
         collecting = gc.isenabled()
         gc.disable()
         try:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for c, s, e in zip(calls, starts, ends):
-                    self.flush()
-                    s.record()
+                for c, s, e in window:
+                    flush()
+                    s()
                     c()
-                    e.record()
-                torch.cuda.synchronize()
+                    e()
+                if after is not None:  # the outputs' snapshot, after a flush of its own: its own bucket
+                    flush()
+                    after()
+                sync()
         finally:
             if collecting:
                 gc.enable()
@@ -244,14 +271,28 @@ class DeviceTimer:
             raise TimerError(f"cupti timer: could not read the profiler's events: {type(e).__name__}: {e}") from e
         kernels.sort()
         per_call: list[float] = []
+        counts: list[int] = []
         for start, name, dur in kernels:
             if FLUSH_KERNEL in name:
                 per_call.append(0.0)
+                counts.append(0)
             elif per_call:
                 per_call[-1] += float(dur)
+                counts[-1] += 1
+        late = ""
+        if after is not None:
+            if len(per_call) != len(calls) + 1:
+                raise TimerError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls and the snapshot")
+            per_call.pop()
+            got = counts.pop()
+            if after_kernels is not None and got > after_kernels:
+                late = (f"{got - after_kernels} kernel(s) ran after the last timed call, beside the outputs' "
+                        f"{after_kernels} snapshot copies: work left to land after the timed window")
+            elif after_kernels is not None and got < after_kernels:
+                raise TimerError(f"cupti timer: saw {got} of the outputs' {after_kernels} snapshot copies")
         if len(per_call) != len(calls):
             raise TimerError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls")
-        return per_call, [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+        return per_call, [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)], late
 
     # -- host-inclusive latency and the memory ceiling -----------------------------------------------
 
