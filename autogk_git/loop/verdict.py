@@ -2,8 +2,9 @@
 
 Decisions:
   keep     merge into the trunk: correct on every runnable workload and, where timed, faster by the
-           declared objective (`[bench] objective`) over all of them, with no workload slower than its
-           parent beyond the guard (`[bench] guard`);
+           declared objective (`[bench] objective`) over all of them, with every workload shown to be no
+           slower than its parent beyond the guard (`[bench] guard`; see loop/guard.py) and the parent
+           passing on every one;
   revert   archive: incorrect anywhere, a harness error, slower, inconclusive, or not judged on all;
   untimed  correct, but the backend measures no time (the CPU interpreter): a correct candidate is not a
            faster one, so it is held under refs/autogk/untimed/ instead of drifting the trunk;
@@ -235,9 +236,13 @@ class PairedRatioRule:
 
     keep:          correct on every runnable workload, timed against the parent on every one, the
                    interval's upper bound on the objective's candidate/parent ratio below 1 - min_effect,
-                   and no workload slower than its parent beyond the guard (see guard_check);
+                   and on every workload the upper bound on candidate/parent within 1 + guard;
     regression:    the interval's lower bound is above 1 (revert);
-    guard:         some workload is slower than its parent beyond the guard (revert, naming it);
+    guard:         some workload is slower than its parent beyond the guard, with confidence (revert,
+                   naming it; see guard_check);
+    workload_inconclusive, unstable: the objective would keep, but some workload's bound is above
+                   1 + guard, or its spread is many times its parent's (revert; see loop/guard.py);
+    harness_error: also when the parent failed on a workload where the candidate passed (revert);
     inconclusive:  anything else; `[bench] inconclusive` says what to do (revert by default).
     The interval comes from bench/stats.py (Student t over rounds, Bonferroni over the looks), recomputed
     here from the per-round, per-workload ratios for the declared objective; the rule re-derives the

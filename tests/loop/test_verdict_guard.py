@@ -19,9 +19,10 @@ from autogk_git.loop.verdict import PairedRatioRule
 N_WL = 11
 IDS = [f"{i:08x}-0000" for i in range(N_WL)]
 AXES = {u: {"batch_size": 2 ** i} for i, u in enumerate(IDS)}
-# Per-label, per-round spread of the device time (log scale), smallest workload to largest: the cupti
-# timer's round-to-round CV on the H200 was 0.4-0.9 % on rmsnorm h4096 (benchmarks/results/gpu.md);
-# here 0.5-1.0 %, a little noisier than measured.
+# Per-label, per-round jitter of the device time (log scale), smallest workload to largest. With the
+# calls' own jitter below, a kernel's round figure varies by 0.5-1 % from round to round: the cupti
+# timer's CV on the H200 was 0.4-0.9 % on rmsnorm h4096 (benchmarks/results/gpu.md), and the model's
+# per-round geomean spread (0.28 %) matches the H200 A/A runs' (about 0.3 %, results/aa_h200_2).
 ROUND_SD = [0.008, 0.007, 0.006, 0.005, 0.004, 0.004, 0.004, 0.005, 0.006, 0.007, 0.008]
 CALL_SD = 0.01  # each timed call's own jitter; a round's figure is the median of its calls, as in the worker
 # Timed calls per round: 30 (`reps`), fewer on the largest workloads (the worker's 1 GiB input budget:
