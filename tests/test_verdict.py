@@ -200,9 +200,11 @@ def test_a_keep_needs_every_runnable_workload_timed():
     b["coverage"].update(timed=3, untimed=[{"uuid": u, "reason": "no paired timing"} for u in ids[3:]])
     v = PairedRatioRule().decide(b, cfg(inconclusive="keep"))
     assert v["decision"] == "revert" and v["outcome"] == "incomplete" and "3 of 5" in v["reason"]
-    # A workload the parent fails on has nothing to pair against: it does not block a keep.
+    # A workload the parent fails on is not excused: the parent passed there when it was kept, so the
+    # harness (or the candidate) broke it; a harness error, never a keep (tests/loop/test_verdict_guard.py).
     b["coverage"]["untimed"] = [dict(u, parent_failed=True) for u in b["coverage"]["untimed"]]
-    assert PairedRatioRule().decide(b, cfg())["decision"] == "keep"
+    v = PairedRatioRule().decide(b, cfg())
+    assert v["decision"] == "revert" and v["outcome"] == "harness_error" and "the parent failed" in v["reason"]
     # A result from before coverage was recorded cannot show it judged every workload.
     del b["coverage"]
     assert PairedRatioRule().decide(b, cfg())["decision"] == "revert"

@@ -2,8 +2,9 @@
 
 Decisions:
   keep     merge into the trunk: correct on every runnable workload and, where timed, faster by the
-           declared objective (`[bench] objective`) over all of them, with no workload slower than its
-           parent beyond the guard (`[bench] guard`);
+           declared objective (`[bench] objective`) over all of them, with every workload shown to be no
+           slower than its parent beyond the guard (`[bench] guard`; see loop/guard.py) and the parent
+           passing on every one;
   revert   archive: incorrect anywhere, a harness error, slower, inconclusive, or not judged on all;
   untimed  correct, but the backend measures no time (the CPU interpreter): a correct candidate is not a
            faster one, so it is held under refs/autogk/untimed/ instead of drifting the trunk;
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 
 from autogk_git.bench.judge import stats
 from autogk_git.bench.stages import is_harness
+from autogk_git.loop import guard
 
 KEEP, REVERT, UNTIMED = "keep", "revert", "untimed"
 
@@ -80,7 +82,8 @@ def coverage(bench: dict[str, Any], correct: bool) -> dict[str, Any]:
         if bench.get("timing"):
             ab = ((bench.get("stages") or {}).get("ab") or {}).get("ab") or {}
             cov.update(timed=len(ab.get("workloads", [])), untimed=[], legacy=True)
-    untimed = [u for u in cov.get("untimed", []) if not u.get("parent_failed")]
+    # A workload the parent failed on is not excused: the verdict reports it as a harness error.
+    untimed = list(cov.get("untimed", []))
     timed_ok = not bench.get("timing") or (not untimed and not cov.get("legacy")
                                            and cov.get("timed", 0) + len(cov.get("untimed", [])) >= cov["total"])
     cov["complete"] = bool(correct and cov["checked"] >= cov["total"] and not cov["unchecked"] and timed_ok)
@@ -233,9 +236,13 @@ class PairedRatioRule:
 
     keep:          correct on every runnable workload, timed against the parent on every one, the
                    interval's upper bound on the objective's candidate/parent ratio below 1 - min_effect,
-                   and no workload slower than its parent beyond the guard (see guard_check);
+                   and on every workload the upper bound on candidate/parent within 1 + guard;
     regression:    the interval's lower bound is above 1 (revert);
-    guard:         some workload is slower than its parent beyond the guard (revert, naming it);
+    guard:         some workload is slower than its parent beyond the guard, with confidence (revert,
+                   naming it; see guard_check);
+    workload_inconclusive, unstable: the objective would keep, but some workload's bound is above
+                   1 + guard, or its spread is many times its parent's (revert; see loop/guard.py);
+    harness_error: also when the parent failed on a workload where the candidate passed (revert);
     inconclusive:  anything else; `[bench] inconclusive` says what to do (revert by default).
     The interval comes from bench/stats.py (Student t over rounds, Bonferroni over the looks), recomputed
     here from the per-round, per-workload ratios for the declared objective; the rule re-derives the
@@ -262,6 +269,10 @@ class PairedRatioRule:
             outcome, reason = _failure_verdict(fail, axes)
             return {**base, "decision": REVERT, "outcome": outcome, "reason": reason,
                     "figures": f"{line}; {gpu_s:.1f} GPU-s"}
+        parent_bad = guard.parent_failures(bench)
+        if parent_bad:
+            return {**base, "decision": REVERT, "outcome": "harness_error", "parent_failed": parent_bad,
+                    "reason": _parent_failure_reason(parent_bad, axes), "figures": f"{line}; {gpu_s:.1f} GPU-s"}
         ab_stage = (bench.get("stages") or {}).get("ab") or {}
         ab = ab_stage.get("ab")
         if not ab or not ab.get("rounds"):
@@ -274,6 +285,11 @@ class PairedRatioRule:
         level = 1.0 - (1.0 - b.confidence) / looks
         series = paired_series(ab_stage)
         per_wl, violations = guard_check(series, b.confidence, looks, margin) if series else ([], [])
+        bound_level = guard.bound_level(b.confidence, looks)
+        blocked = guard.blockers(series, guard.spreads(ab_stage), bound_level, margin) if series else []
+        uppers = guard.upper_bounds(series, bound_level)
+        for row in per_wl:
+            row["upper"] = uppers[row["uuid"]]
         missing_reason = ""
         if series:
             parent_us, ref_us = parent_latencies(ab_stage), reference_latencies(bench)
@@ -334,12 +350,45 @@ class PairedRatioRule:
             reason = (f"inconclusive: {objective} ratio {ratio:.4f}, interval [{lo:.4f}, {_fmt(hi)}] does not clear "
                       f"1 - min_effect = {1 - b.min_effect:.3f} (stopped: {ab.get('stopped')}); "
                       f"[bench] inconclusive = {b.inconclusive}")
+        if decision == KEEP and blocked:  # a keep needs evidence on every workload, not the geomean's alone
+            decision = REVERT
+            outcome, reason = _blocked_reason(blocked, axes, margin, b.min_rounds,
+                                              f"{objective} ratio {ratio:.4f} [{lo:.4f}, {_fmt(hi)}]")
         out = {**base, "decision": decision, "outcome": outcome, "reason": reason, "figures": figures,
                "ratio": ratio, "ci_low": lo, "ci_high": hi if math.isfinite(hi) else 1e9, "rounds": rounds,
-               "n_workloads": n_timed, "per_workload": per_wl, "guard": violations}
+               "n_workloads": n_timed, "per_workload": per_wl, "guard": violations, "blocked": blocked}
         if worst:
             out["worst_ratio"] = worst["ratio"]
         return out
+
+
+def _parent_failure_reason(bad: list[dict[str, Any]], axes: dict[str, dict] | None) -> str:
+    w = bad[0]
+    others = f" (and on {len(bad) - 1} more workload(s))" if len(bad) > 1 else ""
+    return (f"harness error: the parent failed on workload {workload_name(w['uuid'], axes)} "
+            f"({w['status']}: {str(w['message'])[:200]}) where the candidate passed{others}: nothing was paired "
+            "there, and a parent that fails is the harness's failure or the candidate's doing (a kernel that "
+            "breaks its sibling), never an excused workload; not kept. Check the trunk alone with `autogk bench`")
+
+
+def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None, margin: float,
+                    min_rounds: int, objective_line: str) -> tuple[str, str]:
+    """(outcome, reason) when the objective would keep but some workload is not shown to be no slower."""
+    w = blocked[0]
+    name = workload_name(w["uuid"], axes)
+    others = f" (and {len(blocked) - 1} more workload(s))" if len(blocked) > 1 else ""
+    up = f"{w['upper']:.2f}x" if w["upper"] < guard.UNBOUNDED else "unbounded"
+    alone = f"; the objective alone would keep it ({objective_line})"
+    if w["kind"] == "unstable":
+        return "unstable", (
+            f"unstable on workload {name}: the candidate's time varies {w['spread'] / max(w['parent_spread'], 1e-12):.0f}x "
+            f"as much as the parent's from round to round (log-time spread {w['spread']:.1%} vs "
+            f"{w['parent_spread']:.1%}, limit {guard.SPREAD_RATIO:.0f}x), interval up to {up}{others}: not shown "
+            f"to be no slower than its parent, so not kept{alone}")
+    return "workload_inconclusive", (
+        f"inconclusive on workload {name}: interval up to {up} after {w['rounds']} rounds, above 1 + guard = "
+        f"{1 + margin:.2f}{others}: not shown to be no slower than its parent, so not kept{alone}; more rounds "
+        f"can show it (raise [bench] min_rounds, now {min_rounds})")
 
 
 def _fmt(x: float) -> str:
