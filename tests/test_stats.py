@@ -92,3 +92,11 @@ def test_classify_is_the_verdict_rule():
     assert stats.classify(0.90, 0.995, 0.01) == "inconclusive"
     assert stats.classify(1.001, 1.05, 0.01) == "regression"
     assert stats.classify(0.99, 1.01, 0.01) == "inconclusive"
+
+
+def test_the_rounds_stop_on_a_keep_only_when_every_workload_is_within_the_guard():
+    steady = [math.log(0.9) + 0.002 * (-1) ** k for k in range(5)]
+    wide = [math.log(0.9) + 0.4 * (-1) ** k for k in range(5)]
+    assert stats.workloads_within({"a": steady, "b": steady}, 0.95, 6, 0.02)
+    assert not stats.workloads_within({"a": steady, "b": wide}, 0.95, 6, 0.02)
+    assert not stats.workloads_within({"a": steady, "b": steady[:1]}, 0.95, 6, 0.02)  # one round bounds nothing

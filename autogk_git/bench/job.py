@@ -37,14 +37,14 @@ def settings_for(config) -> dict[str, Any]:
     b = config.bench
     return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer,
             "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "min_effect": b.min_effect,
-            "confidence": b.confidence}
+            "confidence": b.confidence, "guard": b.guard}
 
 
 def timed_settings(config) -> dict[str, Any]:
     """What every timed backend adds to a job, from the config, so their results compare."""
     b = config.bench
     return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
-            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer}
+            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer, "guard": b.guard}
 
 
 def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],

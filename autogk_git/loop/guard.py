@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from autogk_git.bench import stats
+from autogk_git.bench.judge import stats
 
 SPREAD_RATIO = 8.0
 UNBOUNDED = 1e9  # an upper bound no data limits (one round)

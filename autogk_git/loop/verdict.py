@@ -244,7 +244,7 @@ class PairedRatioRule:
                    1 + guard, or its spread is many times its parent's (revert; see loop/guard.py);
     harness_error: also when the parent failed on a workload where the candidate passed (revert);
     inconclusive:  anything else; `[bench] inconclusive` says what to do (revert by default).
-    The interval comes from bench/stats.py (Student t over rounds, Bonferroni over the looks), recomputed
+    The interval comes from bench/judge/stats.py (Student t over rounds, Bonferroni over the looks), recomputed
     here from the per-round, per-workload ratios for the declared objective; the rule re-derives the
     outcome from the bounds rather than trusting the worker's label.
     """

@@ -1,6 +1,6 @@
 """A keep needs evidence that no workload got slower, and a parent that fails is never excused.
 
-The simulations run the judge's own sequential stopping (bench/stats.py `Sequential`, as the worker
+The simulations run the judge's own sequential stopping (bench/judge/stats.py `Sequential`, as the worker
 runs it on the per-round geomean) over simulated paired rounds, then the loop's verdict rule on the
 result they build, in the shape the worker reports (per-workload `log_ratios`, per-label `samples_us`).
 """
@@ -13,7 +13,7 @@ import re
 import pytest
 
 from autogk_git import config as config_mod
-from autogk_git.bench import stats
+from autogk_git.bench.judge import stats
 from autogk_git.loop.verdict import PairedRatioRule
 
 N_WL = 11

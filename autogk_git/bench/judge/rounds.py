@@ -8,6 +8,7 @@ import time
 
 import torch
 
+from . import stats
 from .calls import (
     HostTimer,
     KernelFailure,
@@ -233,6 +234,11 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             emit(event="round", message=f"round {r + 1}: {len(round_logs)} workload(s) timed, geomean "
                  f"{cand.label}/{base.label} so far {math.exp(math.fsum(means) / len(means)):.4f}")
         if seq is not None and round_logs:
-            if seq.add(means[-1]):
+            why = seq.add(means[-1])
+            if (why == stats.KEEP and len(seq.log_ratios) < seq.max_rounds and not stats.workloads_within(
+                    {u: f["log_ratio"] for u, f in fig.items() if u not in failures}, seq.confidence,
+                    len(seq.looks), float(settings.get("guard", 0.02)))):
+                seq.stopped = None  # faster on the whole, but a workload's bound is still too wide: more rounds
+            elif why:
                 break
     return fig, failures, timers["main"].bandwidth()

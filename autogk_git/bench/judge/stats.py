@@ -191,6 +191,17 @@ class Sequential:
                 "min_effect": self.min_effect, "round_log_ratios": list(self.log_ratios)}
 
 
+def workloads_within(log_ratios: dict[str, Sequence[float]], confidence: float, looks: int, guard: float) -> bool:
+    """Every workload's upper bound on t_candidate / t_parent within 1 + guard, one-sided at `confidence`
+    over the run (Bonferroni over the looks): what a keep needs of each workload (loop/guard.py), so
+    the rounds do not stop on the geomean while one workload is still too wide to say."""
+    level = max(0.0, 1.0 - 2.0 * (1.0 - confidence) / max(1, looks))
+    for lrs in log_ratios.values():
+        if len(lrs) < 2 or mean_interval(list(lrs), level)[2] > math.log1p(guard):
+            return False
+    return True
+
+
 def median(values: Sequence[float]) -> float:
     s = sorted(values)
     n = len(s)
