@@ -37,11 +37,18 @@ def tmp_env(tmp_path, monkeypatch):
     return dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", TMPDIR=str(tmp_path))
 
 
+def NO_SANDBOX(env: dict) -> dict:
+    """The kernels run without their sandbox (bench/judge/sandbox.py): the defences behind it, alone,
+    and kernels that must write where the test reads (their daemons' pid files)."""
+    return dict(env, AUTOGK_SANDBOX="0")
+
+
 def test_cheats_in_one_job_each_get_a_status_that_says_why_and_nothing_is_left_behind(tmp_path, tmp_env):
     names = ["honest", "returns_result", "forges_progress", "sabotages_inputs", "exits_at_import",
              "segfaults_at_import"]
     seen = []
-    out = runner.run_worker(job({n: cheat(n) for n in names}), tmp_env, 300,
+    # Without the kernels' sandbox: the defences behind it (the progress record's HMAC) on their own.
+    out = runner.run_worker(job({n: cheat(n) for n in names}), NO_SANDBOX(tmp_env), 300,
                             on_progress=lambda *a: seen.append(a))
     got = {label: list(w.values()) for label, w in out["labels"].items()}
     assert [r["status"] for r in got["honest"]] == [Status.PASSED] * 2
@@ -85,8 +92,8 @@ def test_secrets_are_scrubbed_from_the_kernel_and_redacted_from_the_result(tmp_p
     secret = "sk-test-" + "a1b2c3d4e5f6" * 3
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     (tmp_path / "credentials").write_text(secret)
-    env = dict(tmp_env, ANTHROPIC_API_KEY=secret, MY_SERVICE_TOKEN="tok-" + "9" * 20,
-               AUTOGK_TEST_LEAK_FILE=str(tmp_path / "credentials"))
+    env = NO_SANDBOX(dict(tmp_env, ANTHROPIC_API_KEY=secret, MY_SERVICE_TOKEN="tok-" + "9" * 20,
+                          AUTOGK_TEST_LEAK_FILE=str(tmp_path / "credentials")))
     out = runner.run_worker(job({"candidate": cheat("leaks_secret")}, workloads=WLS[:1]), env, 300)
     r = next(iter(out["labels"]["candidate"].values()))
     assert r["status"] == Status.RUNTIME_ERROR
@@ -98,7 +105,7 @@ def test_secrets_are_scrubbed_from_the_kernel_and_redacted_from_the_result(tmp_p
 
 def test_a_detached_daemon_dies_with_its_job_and_the_job_ends_at_its_limit(tmp_path, tmp_env):
     pidfile = tmp_path / "daemon.pids"
-    env = dict(tmp_env, AUTOGK_TEST_PIDFILE=str(pidfile))
+    env = NO_SANDBOX(dict(tmp_env, AUTOGK_TEST_PIDFILE=str(pidfile)))  # its daemon writes the pid file
     t0 = time.monotonic()
     out = runner.run_worker(job({"candidate": cheat("detached_child")}, workloads=WLS[:1]), env, 12)
     took = time.monotonic() - t0
@@ -176,7 +183,7 @@ def test_a_killed_runner_takes_its_judge_and_kernels_with_it(tmp_path, tmp_env):
         "from autogk_git.bench import runner\n"
         f"job = json.loads({json.dumps(json.dumps(job({'candidate': cheat('detached_child')}, workloads=WLS[:1])))})\n"
         "runner.run_worker(job, dict(os.environ), 300)\n")
-    proc = subprocess.Popen([sys.executable, str(script)], env=dict(tmp_env, AUTOGK_TEST_PIDFILE=str(pidfile)))
+    proc = subprocess.Popen([sys.executable, str(script)], env=NO_SANDBOX(dict(tmp_env, AUTOGK_TEST_PIDFILE=str(pidfile))))
     deadline = time.monotonic() + 90
     while not pidfile.exists() and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -310,7 +311,7 @@ def test_the_judge_draws_inputs_no_kernel_can_replay(tmp_path):
     j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
          "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu", "repeat_checks": False},
          "sources": {"candidate": {"kernel.py": src}}}
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", AUTOGK_SANDBOX="0")  # the kernel writes where the test reads
     for _ in range(2):
         assert runner.run_worker(j, env, 300)["labels"]["candidate"][WLS[0]["uuid"]]["status"] == "PASSED"
     first, second = log.read_text().split()
@@ -343,3 +344,51 @@ def test_a_clock_patched_inside_the_timed_window_and_put_back_changes_no_figure(
     c = out["labels"]["candidate"][WLS[4]["uuid"]]
     assert c["status"] in ("TAMPERED", "PASSED"), c
     assert c.get("ratio_vs_parent") is None if c["status"] == "TAMPERED" else c["ratio_vs_parent"] > 0.8, c
+
+
+SNOOPS = '''import os, signal, torch
+SECRET = {secret!r}
+def _can_read(path):
+    try:
+        open(path).read()
+        return True
+    except OSError:
+        return False
+READ = _can_read(SECRET)
+KILLED = []
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        cmd = open(f"/proc/{{pid}}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"kernel_process" in cmd:  # the other label's process
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+            KILLED.append(pid)
+        except OSError:
+            pass
+def run(x, bias, scale, out):
+    torch.add(x * scale, bias, out=out)
+    if READ:
+        out.zero_()  # what it read would let it cheat: here it only shows that it could
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock is Linux's")
+def test_a_kernel_cannot_read_the_project_or_signal_its_sibling(tmp_path):
+    # A file beside the project (as the repository, the job and the judge's record are) is out of the
+    # kernel's reach, and so is the other label's process: the candidate that reads the file or kills
+    # its parent gets nothing and the parent is judged as usual.
+    from autogk_git.bench.judge import sandbox
+    if sandbox.abi() < 6:
+        pytest.skip("needs Landlock ABI 6 (signal scoping)")
+    secret = tmp_path / "trunk_kernel.py"
+    secret.write_text("the trunk's kernel")
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=4, warmup=1)
+    j["sources"] = {"parent": _cheat("sleeps_honest"),
+                    "candidate": {"kernel.py": SNOOPS.format(secret=str(secret))}}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    u = WLS[4]["uuid"]
+    assert out["labels"]["parent"][u]["status"] == "PASSED", out["labels"]["parent"][u]
+    assert out["labels"]["candidate"][u]["status"] == "PASSED", out["labels"]["candidate"][u]
+    assert out["environment"]["sandbox"] == [f"landlock ABI {sandbox.abi()}"]

@@ -152,7 +152,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     d = Path(tempfile.mkdtemp(prefix="autogk-job-"))
     try:
         hygiene.mark_owner(d)
-        (d / "job.json").write_text(json.dumps(job))
+        job_line = json.dumps(job).encode() + b"\n"  # on the judge's stdin: no file holds it
         while len(results) < len(keys):
             pending = [k for k in keys if k not in results]
             left = deadline - time.monotonic()
@@ -165,7 +165,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             out.mkdir()
             _write_judge(d, extra_files)
             key = secrets.token_hex(32)
-            cmd = launch.command("process", [str(d / "job.json"), str(out), "--only", ",".join(pending),
+            cmd = launch.command("process", [str(out), "--only", ",".join(pending),
                                              "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}",
                                              "--job-limit", f"{timeout_s:.1f}"], package=SHIPPED, root=d)
             errf = d / f"attempt{attempts}.stderr"
@@ -174,8 +174,11 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 # keep a reader waiting past every limit.
                 proc = subprocess.Popen(cmd, cwd=str(d), env=judge_env, stdin=subprocess.PIPE, stdout=err,
                                         stderr=err, start_new_session=True)
-            proc.stdin.write(key.encode() + b"\n")
-            proc.stdin.close()
+            try:
+                proc.stdin.write(key.encode() + b"\n" + job_line)
+                proc.stdin.close()
+            except BrokenPipeError:  # the judge died at start: its stderr says why, below
+                pass
             reader = ProgressReader(out / "progress.jsonl", key.encode())
             children: list[int] = []
             # (label:uuid) -> since when: labels are checked side by side, so more than one at a time.

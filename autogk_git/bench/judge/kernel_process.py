@@ -28,7 +28,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import calls, hygiene
+from . import calls, hygiene, sandbox
 from .calls import KernelFailure
 from .profiling import profiled
 from .seal import seal_process
@@ -80,6 +80,10 @@ def main(argv: list[str]) -> int:
             raise KernelFailure(Status.TAMPERED, f"while timed: {tampered()}")
 
     conn = Connection(fd)
+    # From here on the process reads only libraries, its own folder, /dev, /proc and /sys, and writes
+    # only its folder, caches and /dev: the job, the judge's record and the repository are out of reach.
+    confined = sandbox.restrict(*sandbox.kernel_paths(kdir)) if os.environ.get("AUTOGK_SANDBOX", "1") != "0" \
+        else "none: AUTOGK_SANDBOX=0"
     try:
         mod = calls.load_module(alias, kdir, "kernel.py")
         run = getattr(mod, "run", None)
@@ -93,7 +97,7 @@ def main(argv: list[str]) -> int:
     except BaseException as e:  # noqa: BLE001 - any import failure is the kernel's
         conn.send(("load_error", Status.COMPILE_ERROR, calls.short_tb(e)))
         return 0
-    conn.send(("ready",))
+    conn.send(("ready", confined))
     # The caller's stream for correctness calls: one of torch's pool streams, not the legacy default
     # stream, which orders itself after every blocking stream (torch's pool streams are blocking) and
     # so waited for work the kernel left on a side stream (H200, torch 2.11: benchmarks/stream_diag.py).

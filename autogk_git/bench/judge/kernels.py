@@ -62,6 +62,10 @@ class RemoteKernel:
         # slowly there and make every candidate look faster.
         self.alias = "k" + secrets.token_hex(6)
         self.dir = write_files(self.alias, files, root)
+        # Its scratch files in its own folder (removed with the judge's), where its sandbox lets it write.
+        (self.dir / "tmp").mkdir()
+        self.env = dict(env, TMPDIR=str(self.dir / "tmp"))
+        self.sandbox = ""
         self.log = root / f"{self.alias}.log"
         self.emit = emit
         self.startup_s = startup_s
@@ -99,6 +103,7 @@ class RemoteKernel:
         if reply[0] == "load_error":
             self.stop()
             return (Status(reply[1]), reply[2])
+        self.sandbox = reply[1] if len(reply) > 1 else ""
         return None
 
     def ensure(self) -> None:
@@ -209,7 +214,6 @@ def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, R
     settings = job.get("settings", {})
     extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
     env = hygiene.bytecode_cache(hygiene.scrub_env(os.environ, extra), "kernels")
-    env["TMPDIR"] = str(root)  # the kernel's scratch files land in the judge's folder, removed with it
     kernels = {}
     for label, files in job["sources"].items():
         if only is not None and not any(k.startswith(f"{label}:") for k in only):

@@ -9,7 +9,7 @@ Inputs, reference outputs, comparisons, statuses and the progress record stay he
 
     launched by runner.run_worker: ... OUT_DIR [--only LABEL:UUID,...] [--deadline S] [--workload-limit S]
 
-The first line of stdin is the job's key: every line of OUT_DIR/progress.jsonl carries an HMAC of
+stdin holds two lines: the job's key, then the job (JSON). The key: every line of OUT_DIR/progress.jsonl carries an HMAC of
 the record under it, so the runner ignores lines a kernel forged (it runs as the same user and can
 write any file the judge can). For every (label, workload) there is a "start" line before the
 kernel is called and a "done" line after, so the parent can tell which workload a crash or a hang
@@ -198,9 +198,9 @@ T_START = time.perf_counter()
 
 
 def main(argv: list[str]) -> int:
-    job_path, out_dir = Path(argv[0]), Path(argv[1])
+    out_dir = Path(argv[0])
     only = None
-    opts = dict(zip(argv[2::2], argv[3::2]))
+    opts = dict(zip(argv[1::2], argv[2::2]))
     if "--only" in opts:
         only = set(opts["--only"].split(",")) if opts["--only"] else set()
     if "--deadline" in opts:
@@ -210,7 +210,9 @@ def main(argv: list[str]) -> int:
     if "--job-limit" in opts:
         LIMITS["job_s"] = float(opts["--job-limit"])
     # The key comes on stdin (not argv or the environment, which other processes can read).
+    # The job follows it on stdin too: no file a kernel could read holds it (both labels' sources, the seed).
     key = sys.stdin.readline().strip().encode() if not sys.stdin.isatty() else b""
+    job = json.loads(sys.stdin.readline())
     sys.stdin.close()
     parent = os.getppid()
     import torch.multiprocessing
@@ -223,7 +225,6 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _term)
     if os.getppid() != parent:  # the runner died before PR_SET_PDEATHSIG was set
         return 3
-    job = json.loads(job_path.read_text())
     # Every input set is drawn from the job's seed mixed with a secret of this process: a kernel that
     # read the job (or knows its commit) cannot draw the same inputs and answer from a table.
     job["seed"] = int(job.get("seed", 0)) ^ secrets.randbits(31)
@@ -261,6 +262,8 @@ def main(argv: list[str]) -> int:
         inputs = Inputs(job, device, gen_module)
         reference = load_reference(job["definition"])
         ready_kernels(remote)
+        emit(event="env", environment={**environment(device),
+                                       "sandbox": sorted({k.sandbox for k in remote.values() if k.sandbox})})
         phase("start", T_START)
         kernels = {label: (k, k.load_error) for label, k in remote.items()}
         if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
