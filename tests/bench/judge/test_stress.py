@@ -109,3 +109,32 @@ def test_a_committed_precision_fitted_kernel_is_reverted_by_its_verdict(tmp_path
     assert recs and all(w["status"] == "INCORRECT_NUMERICAL" and "on stress input set" in w["message"]
                         for w in recs), recs
     assert all("stress" in w for w in recs)  # the note says which stress sets ran
+
+
+def test_a_targets_own_stress_sets_are_checked_and_named(monkeypatch):
+    """inputs.py's stress(axes, definition, seed, device) hook: its sets are judged like the judge's own."""
+    import torch
+
+    from autogk_git.bench.judge import checks, inputs
+
+    class Target:
+        @staticmethod
+        def stress(axes, definition, seed, device):
+            return {"huge_bias": {"bias": torch.full((axes["n"],), 1e6)}}
+
+    monkeypatch.setattr(checks, "TARGET", Target)
+    wl = SCALE_WLS[0]
+    job = {"definition": SCALE_DEF, "workloads": [wl], "settings": {"trials": 1, "device": "cpu"}, "seed": 1}
+    made = inputs.Inputs(job, "cpu", None)
+    ref = inputs.load_reference(SCALE_DEF)
+
+    def drops_large_bias(x, bias, scale, out):  # right while |bias| is small
+        torch.add(x * scale, bias.clamp(-1e5, 1e5), out=out)
+
+    ran: dict = {}
+    with pytest.raises(checks.KernelFailure, match="on stress input set huge_bias"):
+        checks.check_workload(drops_large_bias, 0, wl, job, made, ref, "cpu", ran=ran)
+    assert ran["stress"][:3] == ["repeat", "scaled_rows", "outliers"]
+    ran = {}
+    checks.check_workload(lambda x, b, s, out: torch.add(x * s, b, out=out), 0, wl, job, made, ref, "cpu", ran=ran)
+    assert "huge_bias" in ran["stress"]
