@@ -172,8 +172,9 @@ def test_a_screened_ab_job_checks_every_workload_and_the_parent_on_one_input_set
     recs, s, _ = run_inprocess(j, {"parent": parent, "candidate": cand})
     assert {r["status"] for r in recs.values()} == {"PASSED"} and len(recs) == 4 and s["rounds"] == 2
     # timed calls: warm-up + reps + host-latency calls per round, the same for both labels; the
-    # correctness calls differ: the parent is called once per workload, the candidate trials + 2 times.
-    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2) - 1)
+    # correctness calls differ: the parent is called once per workload, the candidate trials + 2 times,
+    # then on the stress sets (scaled_rows and outliers: the inputs are vectors) and one unlisted shape.
+    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2 + 2 + 1) - 1)
 
 
 def test_reference_calls_an_ab_job_makes():
@@ -190,8 +191,8 @@ def test_reference_calls_an_ab_job_makes():
     recs, _, _ = W_run_with_reference(j, {"parent": honest, "candidate": honest}, ref)
     assert {r["status"] for r in recs.values()} == {"PASSED"}
     # per workload: the candidate's 2 sets (the parent's one set is the first of them) + the set
-    # refilled in the same buffers + 2 verified timed calls.
-    assert ref.calls[0] == 2 * (2 + 1 + 2)
+    # refilled in the same buffers + 2 verified timed calls + 2 stress sets and 1 unlisted shape.
+    assert ref.calls[0] == 2 * (2 + 1 + 2 + 3)
 
 
 def W_run_with_reference(j, kernels, reference):
@@ -234,13 +235,14 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {**plan({**s, "min_rounds": 1}, u, rng),
                                                             **{x: {} for x in u}})
     j = job("ab", workloads=WLS[:1], trials=2, min_rounds=4, max_rounds=4)
-    # correctness: 2 trials + 2 repeats = 4 calls; a round: 1 warm-up + 4 reps + 10 host calls = 15
-    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(4 + 2 * 15)})
+    # correctness: 2 trials + 2 repeats + 2 stress sets + 1 unlisted shape = 7 calls; a round: 1 warm-up
+    # + 4 reps + 10 host calls = 15
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 2 * 15)})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"]
     # and without the later rounds' reads it would have passed: the plan alone reads nothing
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
-    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(4 + 2 * 15)})
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 2 * 15)})
     assert recs[f"candidate:{WLS[0]['uuid']}"]["status"] == "PASSED"
 
 
@@ -253,8 +255,9 @@ def test_a_kernel_that_patches_what_calls_or_times_it_fails_with_tampered():
     # sys.modules. Patched at import, or later during a call, it fails with TAMPERED; an honest kernel
     # that imports torch._dynamo (which rewraps some torch functions) is no tampering.
     names = ["torch_honest", "imports_dynamo", "patches_timer", "replaces_time_batch", "slows_clock_when_timed"]
+    # No stress sets: slows_clock_when_timed counts its calls, and this test is about the seal.
     j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:2], "generator": None,
-         "blob_root": ".", "seed": 3, "settings": {"trials": 3, "device": "cpu"},
+         "blob_root": ".", "seed": 3, "settings": {"trials": 3, "device": "cpu", "stress": False},
          "sources": {n: _cheat(n) for n in names}}
     out = runner.run_worker(j, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), 300)
     got = {label: list(w.values()) for label, w in out["labels"].items()}

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset
 from autogk_git.bench.judge.status import Status
+from autogk_git.bench.judge.stress import listed_axes
 from autogk_git.project import Target
 
 Progress = Callable[[str], None]
@@ -101,6 +102,9 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
     # on the quick workloads first and stops there if it fails; the parent, the trunk's tip judged in
     # full when it was kept, is checked on one input set. Each separate stage would cost another
     # judge, two kernel processes, their imports and compiles.
+    # Every stage's judge tries shapes between and past the values of every runnable workload, not
+    # only those of its own subset (judge/stress.py).
+    listed = {"listed_axes": listed_axes(definition, usable)}
     one_job = bool(backend.timing and parent and not contest)
     plan = [] if one_job else [("quick", quick)]
     if backend.timing and not one_job:
@@ -108,13 +112,13 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
     correct = True
     for name, wls in plan:
         progress(f"{name}: {len(wls)} workload(s) on {backend.name}")
-        stages[name] = run_stage(backend, target, name, cand, wls, config, seed, progress)
+        stages[name] = run_stage(backend, target, name, cand, wls, config, seed, progress, listed)
         correct = stages[name]["summary"]["candidate"]["correct"]
         if not correct:
             break
     if correct and backend.timing and parent:
         sources = {"parent": parent, **cand}
-        extra = {"screen": [w["uuid"] for w in quick], "parent_light": True} if one_job else None
+        extra = {**listed, **({"screen": [w["uuid"] for w in quick], "parent_light": True} if one_job else {})}
         progress(f"ab: parent vs candidate on all {len(usable)} runnable workload(s)"
                  + (f", the candidate screened on {len(quick)} first" if one_job else ""))
         stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed, progress, extra)
@@ -124,7 +128,7 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
         rest = [w for w in usable if w["uuid"] not in seen]
         if rest:
             progress(f"full: the other {len(rest)} runnable workload(s) on {backend.name}")
-            stages["full"] = run_stage(backend, target, "full", cand, rest, config, seed, progress)
+            stages["full"] = run_stage(backend, target, "full", cand, rest, config, seed, progress, listed)
             correct = stages["full"]["summary"]["candidate"]["correct"]
     result["correct"] = correct
     gpu_s = sum(s.get("gpu_s", 0.0) for s in stages.values())

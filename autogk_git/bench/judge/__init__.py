@@ -12,6 +12,7 @@ of autogk outside this folder. Its rooms:
     seal.py            the kernel process's fingerprint of what calls and times the kernel
     timer.py           the device timers (CUPTI, CUDA graphs, events) and the L2 flush
     rules.py           how outputs are judged: exact, tolerance, top-k set by score
+    stress.py          stress input sets (scaled rows, outliers, zero rows) and unlisted shapes
     stats.py           intervals and the sequential stopping rule
     status.py          every status a kernel can get
     hygiene.py         environments, process trees, temp folders

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from . import rules
+from . import rules, stress
 from .calls import (
     DPS_HINT,
     KernelFailure,
@@ -117,6 +117,12 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
 
     outs: output buffers to reuse (they are poisoned again here); None allocates fresh ones.
     """
+    return checked_call(run, inputs, ref_out, definition, axes, device, poison_seed, tolerances, outs)[0]
+
+
+def checked_call(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, device: str,
+                 poison_seed: int, tolerances: dict, outs: list | None = None) -> tuple[dict, list]:
+    """check_once, also returning the outputs as judged (for comparing two calls)."""
     if outs is None:
         outs = alloc_outputs(definition, axes, device, poison_seed)
     else:
@@ -124,7 +130,7 @@ def check_once(run, inputs: list, ref_out: tuple, definition: dict, axes: dict, 
     saved = [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     seen = invoke(run, inputs, outs, device)
     check_inputs(definition, inputs, saved)
-    return check_outputs(definition, seen, ref_out, tolerances, inputs, axes)
+    return check_outputs(definition, seen, ref_out, tolerances, inputs, axes), seen
 
 
 def check_inputs(definition: dict, inputs: list, saved: list) -> None:
@@ -174,19 +180,25 @@ class SharedRefs:
 
 
 def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
-                   light: bool = False, refs: SharedRefs | None = None) -> dict:
-    """Correctness on several fresh input sets for one (kernel, workload), then two calls that catch
-    kernels that remember: the last inputs again (right only once, early return on inputs seen before)
-    and new values in the same buffers (a cache keyed by pointer)."""
+                   light: bool = False, refs: SharedRefs | None = None, ran: dict | None = None) -> dict:
+    """Correctness on several fresh input sets for one (kernel, workload), then the calls that catch
+    kernels that remember: the last inputs again (right only once, early return on inputs seen before;
+    its outputs must also match the first call's: `repeat`), new values in the same buffers (a cache
+    keyed by pointer); then the stress sets and one unlisted shape (stress.py).
+
+    ran: filled with {"stress": [names of the extra checks that ran], "stress_skipped": {name: why}},
+    also when a check fails, so the record says what was tried."""
     definition = job["definition"]
     settings = job.get("settings", {})
     tolerances = settings.get("tolerances", {})
     axes = resolve_axes(definition, wl)
+    ran = ran if ran is not None else {}
+    ran.setdefault("stress", [])
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     # light: one input set, no repeat calls; for an ab job's parent, the trunk's tip, which was judged
     # in full when it was kept (its timed calls' outputs are still checked like the candidate's).
     trials = 1 if light else int(settings.get("trials", 3))
-    args, ref_out, outs = None, None, None
+    args, ref_out, outs, first = None, None, None, None
     for trial in range(trials):
         seed = trial_seed(job, wl_index, trial)
         args = make_inputs(inputs, wl, seed)
@@ -196,19 +208,22 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
             ref_out = reference_outputs(reference, args)
         outs = alloc_outputs(definition, axes, device, trial)
         try:
-            s = check_once(run, args, ref_out, definition, axes, device, trial, tolerances, outs=outs)
+            s, seen = checked_call(run, args, ref_out, definition, axes, device, trial, tolerances, outs=outs)
         except KernelFailure as e:
             if trial == 0:
                 raise
             # Right on the first set, wrong on a later one: it remembers earlier calls (a cache keyed
             # by a reused address, state kept between calls) or depends on the data.
             raise relabel(e, f"on fresh input set {trial + 1} of {trials}, after earlier sets passed") from None
+        first = [t.clone() for t in seen]
         stats = {k: max(stats[k], s[k]) for k in stats}
     if settings.get("repeat_checks", True) and not light:
         try:
-            check_once(run, args, ref_out, definition, axes, device, trials + 1, tolerances)
+            _, again = checked_call(run, args, ref_out, definition, axes, device, trials + 1, tolerances)
         except KernelFailure as e:
             raise relabel(e, "called again on inputs it had already seen (fresh output buffers)") from None
+        ran["deterministic"] = same_outputs(definition, again, first, tolerances, args, axes)
+        ran["stress"].append("repeat")
         fresh = make_inputs(inputs, wl, trial_seed(job, wl_index, trials + 7))
         if refill(args, fresh):
             ref_out = reference_outputs(reference, args)
@@ -216,7 +231,88 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
                 check_once(run, args, ref_out, definition, axes, device, trials + 2, tolerances, outs=outs)
             except KernelFailure as e:
                 raise relabel(e, "called on new values in the same input and output buffers") from None
+    if settings.get("stress", True) and not light:
+        check_stress(run, wl_index, wl, job, inputs, reference, device, ref_out, ran)
+        check_unlisted_shape(run, wl_index, wl, job, inputs, reference, device, ran)
     return stats
+
+
+def same_outputs(definition: dict, again: list, first: list, tolerances: dict, args: list, axes: dict) -> bool:
+    """Two calls on the same inputs: True when bitwise equal. Otherwise the second must still meet
+    each output's own rule with the first call's outputs standing for the reference's, or it fails.
+
+    Not bitwise: a reduction split across programs and summed with atomics (split-K) legitimately
+    differs in its last bits from call to call; the rule that judges an output against the
+    reference is the bar a second call must meet against the first. Beyond it, the kernel gives
+    different answers to one question (a race, an unsynchronised read), which no single comparison
+    with the reference is sure to see."""
+    if all(torch.equal(bits(a), bits(b)) for a, b in zip(again, first)):
+        return True
+    try:
+        check_outputs(definition, again, tuple(first), tolerances, args, axes)
+    except (KernelFailure, HarnessFailure) as e:
+        raise KernelFailure(Status.INCORRECT_NUMERICAL,
+                            f"not deterministic: called twice on the same inputs, the second call's outputs "
+                            f"differ from the first's beyond the output's rule: {e}") from None
+    return False
+
+
+def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
+                 usual_ref: tuple, ran: dict) -> None:
+    """The stress input sets (stress.SETS, then the target's own), each judged like a fresh set."""
+    definition = job["definition"]
+    tolerances = job.get("settings", {}).get("tolerances", {})
+    axes = resolve_axes(definition, wl)
+    seed = trial_seed(job, wl_index, 101)
+    try:
+        base = make_inputs(inputs, wl, seed)
+        extra = stress.target_sets(definition, wl, base, seed, TARGET, device)
+    except Exception as e:  # the harness's (or the target's inputs.py's) fault, not the kernel's
+        raise HarnessFailure(f"could not make the stress input sets: {short_tb(e)}") from e
+    sets: list[tuple[str, list | None, tuple | None]] = []
+    for name in stress.SETS:
+        values = ref = None
+        for exp in stress.shrunk(stress.SCALE_EXP) if name != "zero_rows" else [stress.SCALE_EXP]:
+            values = stress.stress_set(name, definition, wl, base, seed, TARGET, device, exp)
+            if values is None:
+                break
+            ref = reference_outputs(reference, values)
+            if usual_ref is None or stress.finite_where(ref, usual_ref):
+                break
+            values = ref = None
+            ran.setdefault("stress_skipped", {})[name] = "the reference's outputs are not finite on it"
+        if values is not None:
+            ran.get("stress_skipped", {}).pop(name, None)
+            sets.append((name, values, ref))
+    sets += [(name, values, None) for name, values in extra.items()]
+    for k, (name, values, ref) in enumerate(sets):
+        ref = ref if ref is not None else reference_outputs(reference, values)
+        try:
+            check_once(run, values, ref, definition, axes, device, k, tolerances)
+        except KernelFailure as e:
+            what = stress.WHAT.get(name, "the target's own")
+            raise relabel(e, f"on stress input set {name} ({what}), after the N(0,1) sets passed") from None
+        ran["stress"].append(name)
+
+
+def check_unlisted_shape(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
+                         ran: dict) -> None:
+    """One shape the workloads do not list (stress.unlisted_shape), checked for correctness only."""
+    definition = job["definition"]
+    listed = job.get("settings", {}).get("listed_axes") or stress.listed_axes(definition, job["workloads"])
+    got = stress.unlisted_shape(definition, wl, wl_index, listed, TARGET)
+    if got is None:
+        return
+    other, what = got
+    axes = resolve_axes(definition, other)
+    args = make_inputs(inputs, other, trial_seed(job, wl_index, 113))
+    ref_out = reference_outputs(reference, args)
+    try:
+        check_once(run, args, ref_out, definition, axes, device, 1,
+                   job.get("settings", {}).get("tolerances", {}))
+    except KernelFailure as e:
+        raise relabel(e, f"on a shape the workloads do not list ({what}), after the listed one passed") from None
+    ran["stress"].append("shape:" + what.split(",")[0])
 
 
 def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict, inputs: Inputs, reference,
@@ -227,10 +323,11 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
         rec.update(status=load_error[0], message=load_error[1])
     else:
         arm(run)
+        ran: dict = {}
         try:
             light = label == "parent" and bool(job.get("settings", {}).get("parent_light"))
             rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light,
-                                                                     refs))
+                                                                     refs, ran))
         except KernelFailure as e:
             rec.update(status=e.status, message=str(e))
         except HarnessFailure as e:  # never a pass: the kernel was not judged
@@ -238,6 +335,7 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
         except Exception as e:  # noqa: BLE001
             die_if_context_lost(e, device)
             rec.update(status=classify(e), message=short_tb(e))
+        rec.update(ran)  # which stress sets ran (also on a failure: what was tried before it)
     rec["check_s"] = round(time.perf_counter() - t0, 4)
     return rec
 

@@ -1,0 +1,213 @@
+"""Inputs a model would produce, and shapes the workloads do not list: the correctness check's stress sets.
+
+Every float input the judge draws is N(0,1); a model's activations are not. A kernel fitted to unit
+rows (an fp16 sum of squares in an RMSNorm passes every N(0,1) set, and gives zeros at RMS 8) is
+caught by input sets whose values a model does produce:
+
+    scaled_rows   each row (along the last axis) scaled by 10**e, e spread over [-3, 3] across the
+                  rows (stratified: the largest and smallest scales always occur); a 1-D tensor (a
+                  weight, a bias) scaled up by one 10**e, e in [0, 3]
+    outliers      N(0,1) with one large value (+-300) in about one row in eight, at least one
+    zero_rows     a quarter of the rows all zero (tensors of two rows or more)
+
+Only tensors the judge draws itself are changed: a workload's literal or blob, and what the target's
+generator makes, are the target's own valid data (indices, packed caches); a generator opts its float
+tensors in with `STRESS_INPUTS = ("name", ...)` in its inputs.py, and may add its own sets with
+`stress(axes, definition, seed, device) -> {set name: {input name: tensor}}` (inputs it leaves out
+are the set's usual draw). Integer inputs are never touched: they are indices and lengths.
+
+Values are clipped to what the dtype holds, and a set whose reference output is not finite where the
+usual draw's is (the reference itself overflows) is shrunk: the scale range halves, up to three
+times, then the set is skipped and the record says why.
+
+Unlisted shapes: for a workload, one var axis (in turn by workload index) moves to a value the
+workloads do not list: between the workload's value and the next listed one, or one past the largest.
+Checked for correctness only, when every input is drawn by the judge (or the generator opts in with
+`EXTRA_SHAPES = True`), the definition's constraints hold, and it costs no more input elements than
+the largest listed workload (plus a quarter), so the interpreter on a CPU stays fast.
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from .inputs import DTYPES, resolve_axes, shape_of
+
+SETS = ("scaled_rows", "outliers", "zero_rows")
+WHAT = {
+    "scaled_rows": "rows scaled by 10^-3..10^3",
+    "outliers": "a few values of +-300",
+    "zero_rows": "a quarter of the rows zero",
+}
+SCALE_EXP = 3.0
+OUTLIER = 300.0
+SHRINKS = 3
+# Values stay this far inside the dtype's range: the reference may add or scale them.
+HEADROOM = 16.0
+
+
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(1, -1) if t.dim() <= 1 else t.reshape(-1, t.shape[-1])
+
+
+def _stressed(name: str, t: torch.Tensor, gen: torch.Generator, exp: float) -> torch.Tensor | None:
+    """t (an N(0,1) draw) as stress set `name` at scale range exp; None when the set does not apply."""
+    if t.numel() == 0:
+        return None
+    x = _rows(t.detach().to(torch.float32)).clone()
+    n_rows, dev = x.shape[0], gen.device
+    if name == "scaled_rows" and t.dim() <= 1:
+        # A vector (a weight, a bias) is scaled up only: scaled down, every error in what it
+        # multiplies would shrink under the output's absolute tolerance.
+        x *= 10.0 ** (float(torch.rand(1, generator=gen, device=dev)) * exp)
+    elif name == "scaled_rows":
+        strata = torch.randperm(n_rows, generator=gen, device=dev).to(torch.float32)
+        e = (strata + torch.rand(n_rows, generator=gen, device=dev)) / n_rows * (2 * exp) - exp
+        x *= (10.0 ** e).to(x.device)[:, None]
+    elif name == "outliers":
+        k = max(1, n_rows // 8)
+        rows = torch.randperm(n_rows, generator=gen, device=dev)[:k].to(x.device)
+        cols = torch.randint(0, x.shape[1], (k,), generator=gen, device=dev).to(x.device)
+        sign = torch.where(torch.rand(k, generator=gen, device=dev) < 0.5, -1.0, 1.0).to(x.device)
+        x[rows, cols] = OUTLIER ** (exp / SCALE_EXP) * sign  # shrunk with the range when the reference overflows
+    elif name == "zero_rows":
+        if n_rows < 2:
+            return None
+        x[torch.randperm(n_rows, generator=gen, device=dev)[:max(1, n_rows // 4)].to(x.device)] = 0.0
+    limit = torch.finfo(t.dtype).max / HEADROOM
+    return x.clamp(-limit, limit).reshape(t.shape).to(t.dtype)
+
+
+def by_generator(module: Any) -> bool:
+    return module is not None and callable(getattr(module, "generate", None))
+
+
+def drawn_floats(definition: dict, workload: dict, module: Any) -> list[str]:
+    """The float tensor inputs the judge draws itself (or the target's generator opts in)."""
+    opted = set(getattr(module, "STRESS_INPUTS", ()) or ()) if module is not None else set()
+    names = []
+    for name, spec in definition["inputs"].items():
+        wspec = workload.get("inputs", {}).get(name, {"type": "random"})
+        dtype = DTYPES.get(spec["dtype"])
+        if spec.get("shape") is None or dtype is None or not dtype.is_floating_point:
+            continue
+        if wspec.get("type", "random") == "random" and (not by_generator(module) or name in opted):
+            names.append(name)
+    return names
+
+
+def stress_set(name: str, definition: dict, workload: dict, base: list, seed: int, module: Any,
+               device: str, exp: float = SCALE_EXP) -> list | None:
+    """The input values of stress set `name` made from the usual draw `base`; None when it changes nothing."""
+    names = list(definition["inputs"])
+    gen = torch.Generator(device=device).manual_seed(seed * 31 + SETS.index(name))
+    values, changed = list(base), False
+    for input_name in drawn_floats(definition, workload, module):
+        j = names.index(input_name)
+        s = _stressed(name, base[j], gen, exp)
+        if s is not None:
+            values[j], changed = s, True
+    return values if changed else None
+
+
+def target_sets(definition: dict, workload: dict, base: list, seed: int, module: Any, device: str
+                ) -> dict[str, list]:
+    """The sets the target's inputs.py adds with stress(axes, definition, seed, device)."""
+    hook = getattr(module, "stress", None) if module is not None else None
+    if not callable(hook):
+        return {}
+    names = list(definition["inputs"])
+    out = {}
+    for set_name, given in (hook(dict(resolve_axes(definition, workload)), definition, seed, device) or {}).items():
+        unknown = set(given) - set(names)
+        if unknown:
+            raise ValueError(f"stress() set {set_name!r} names inputs the definition lacks: {sorted(unknown)}")
+        out[str(set_name)] = [given.get(n, v) for n, v in zip(names, base)]
+    return out
+
+
+def finite_where(ref: tuple, usual: tuple) -> bool:
+    """Whether the reference's outputs on a stress set are finite wherever the usual draw's are."""
+    for r, u in zip(ref, usual):
+        if isinstance(r, torch.Tensor) and r.dtype.is_floating_point:
+            if isinstance(u, torch.Tensor) and u.shape == r.shape:
+                if (~torch.isfinite(r) & torch.isfinite(u)).any():
+                    return False
+            elif not torch.isfinite(r).all():
+                return False
+    return True
+
+
+def shrunk(exp: float) -> list[float]:
+    """The scale ranges tried for a set whose reference overflows: exp, exp/2, ... (SHRINKS times)."""
+    return [exp / 2 ** k for k in range(SHRINKS + 1)]
+
+
+# ---- unlisted shapes -------------------------------------------------------------------------------
+
+def listed_axes(definition: dict, workloads: list[dict]) -> dict[str, list[int]]:
+    """Every var axis's values over the workloads, sorted."""
+    out: dict[str, set[int]] = {}
+    for name, ax in definition["axes"].items():
+        if ax.get("type") == "const":
+            continue
+        for w in workloads:
+            v = w.get("axes", {}).get(name)
+            if isinstance(v, int) and not isinstance(v, bool):
+                out.setdefault(name, set()).add(v)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def input_numel(definition: dict, axes: dict) -> int:
+    return sum(math.prod(shape_of(s, axes) or [1]) for s in definition["inputs"].values()
+               if s.get("shape") is not None)
+
+
+def constraints_hold(definition: dict, axes: dict) -> bool:
+    """The definition's constraints (`topk <= max_num_pages * page_size`) on these axes; False when one
+    cannot be read (then the shape is not tried: the judge cannot vouch it is valid)."""
+    ns: dict[str, Any] = dict(axes)
+    for section in ("inputs", "outputs"):
+        for name, spec in definition.get(section, {}).items():
+            ns[name] = SimpleNamespace(shape=tuple(shape_of(spec, axes) or ()), dtype=spec.get("dtype"))
+    for expr in definition.get("constraints") or ():
+        try:
+            if not eval(compile(str(expr), "<constraint>", "eval"), {"__builtins__": {}}, ns):  # noqa: S307
+                return False
+        except Exception:  # noqa: BLE001 - an unreadable constraint: do not guess
+            return False
+    return True
+
+
+def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict[str, list[int]],
+                   module: Any) -> tuple[dict, str] | None:
+    """(a workload with one var axis moved to an unlisted value, its description), or None."""
+    if any(w.get("type") == "safetensors" for w in workload.get("inputs", {}).values()):
+        return None  # a blob's shape is fixed
+    if by_generator(module) and not getattr(module, "EXTRA_SHAPES", False):
+        return None
+    axes = resolve_axes(definition, workload)
+    var = [n for n in listed if n in workload.get("axes", {})]
+    if not var:
+        return None
+    cap = 1.25 * max(input_numel(definition, {**axes, n: max(listed[n])}) for n in var)
+    for k in range(len(var)):
+        name = var[(wl_index + k) % len(var)]
+        v, values = int(axes[name]), listed[name]
+        later = [x for x in values if x > v]
+        if later:
+            nxt = later[0]
+            cands = [c for c in ((v + nxt) // 2 | 1, (v + nxt) // 2, v + 1) if v < c < nxt and c not in values]
+            why = f"between the listed {v} and {nxt}"
+        else:
+            cands = [v + 1]
+            why = f"one past the largest listed, {v}"
+        for c in cands:
+            new_axes = {**axes, name: c}
+            if input_numel(definition, new_axes) <= cap and constraints_hold(definition, new_axes):
+                wl = {**workload, "axes": {**workload.get("axes", {}), name: c}}
+                return wl, f"{name}={c}, {why}"
+    return None
