@@ -284,13 +284,18 @@ def load(root: Path) -> Config:
                           f"save {CONFIG_NAME} as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
     except IsADirectoryError:
         raise ConfigError(f"{path} is a folder", f"replace it with the settings file (autogk init writes one)") from None
+    cfg = loads(text, str(path))
+    cfg.path = path
+    return cfg
+
+
+def loads(text: str, where: str, environ: dict[str, str] | None = None) -> Config:
+    """A config from TOML text (a file's, or a commit's: `where` names it in errors)."""
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}", f"fix the syntax in {CONFIG_NAME}") from None
-    cfg = parse(data, where=str(path))
-    cfg.path = path
-    return cfg
+        raise ConfigError(f"{where}: not valid TOML: {e}", f"fix the syntax in {CONFIG_NAME}") from None
+    return parse(data, where=where, environ=environ)
 
 
 SECTION_NOTES = {

@@ -48,6 +48,23 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+# The files that judge a kernel: never editable, whatever `[agent] editable` says (a glob such as `*.py`
+# would otherwise reach the generator and its compare rules). Globs relative to the target's folder.
+JUDGE_FILES = ("definition.json", "workloads.jsonl", "inputs.py", "*.safetensors", "blob/*", "blobs/*")
+
+
+def editable_match(repo_path: str, target_rel: str, globs: list[str]) -> bool:
+    """True when a repo-relative path is one of a target's editable files: under its folder, matching
+    one of the editable globs, and not one of the files that judge it. The one matcher every guard uses."""
+    prefix = target_rel.rstrip("/") + "/"
+    if not repo_path.startswith(prefix):
+        return False
+    rel = repo_path[len(prefix):]
+    if any(fnmatch.fnmatch(rel, g) for g in JUDGE_FILES):
+        return False
+    return any(fnmatch.fnmatch(rel, g) for g in globs)
+
+
 def find_root(start: Path | None = None) -> Path:
     """The top of the worktree that holds `.autogk.toml`."""
     start = (start or Path.cwd()).resolve()
@@ -133,11 +150,7 @@ class Target:
 
     def is_editable(self, repo_path: str) -> bool:
         """True when a repo-relative path is one of this target's editable files."""
-        prefix = self.rel + "/"
-        if not repo_path.startswith(prefix):
-            return False
-        rel = repo_path[len(prefix):]
-        return any(fnmatch.fnmatch(rel, g) for g in self.editable)
+        return editable_match(repo_path, self.rel, self.editable)
 
     def inputs_needing_data(self) -> list[str]:
         """Inputs random data cannot stand for, and that no generator or blob provides."""

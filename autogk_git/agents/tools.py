@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from autogk_git.project import editable_match
+
 MAX_READ = 60_000  # characters of one file returned to the model
 MAX_PATH = 1024    # characters of one path argument; longer is a mistake (or an attack), never a crash
 
@@ -71,8 +73,7 @@ class Sandbox:
         return rel.startswith(self.target_rel + "/") or any(fnmatch.fnmatch(rel, g) for g in self.docs)
 
     def is_editable(self, rel: str) -> bool:
-        prefix = self.target_rel + "/"
-        return rel.startswith(prefix) and any(fnmatch.fnmatch(rel[len(prefix):], g) for g in self.editable)
+        return editable_match(rel, self.target_rel, self.editable)
 
     def read(self, path: Any) -> str:
         rel = self._clean(path)

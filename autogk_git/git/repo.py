@@ -129,18 +129,34 @@ def show_file(root: Path, rev_: str, path: str) -> str | None:
     return out.stdout.decode(errors="replace") if out.returncode == 0 else None
 
 
-def tree_files(root: Path, rev_: str, prefix: str) -> dict[str, str]:
-    """{path relative to prefix: text} of the files under prefix at rev, read in two processes."""
-    out = git("ls-tree", "-r", "--format=%(objectname) %(path)", rev_, "--", prefix.rstrip("/") + "/", cwd=root)
-    entries = [line.split(" ", 1) for line in out.splitlines() if line]
+def tree_blobs(root: Path, rev_: str, prefix: str) -> dict[str, bytes]:
+    """{path relative to prefix: bytes} of the files under prefix at rev, read in two processes.
+
+    A symlink comes back as the text of its target, never followed; a submodule is left out."""
+    out = git("ls-tree", "-r", "-z", "--format=%(objecttype) %(objectname) %(path)", rev_, "--",
+              prefix.rstrip("/") + "/", cwd=root)
+    entries = [rec.split(" ", 2) for rec in out.split("\0") if rec]
+    entries = [(sha, path) for kind, sha, path in entries if kind == "blob"]
     blobs = cat_blobs(root, [sha for sha, _ in entries])
     base = prefix.rstrip("/") + "/"
-    return {path[len(base):]: blobs[sha].decode(errors="replace") for sha, path in entries if sha in blobs}
+    return {path[len(base):]: blobs[sha] for sha, path in entries if sha in blobs}
+
+
+def tree_files(root: Path, rev_: str, prefix: str) -> dict[str, str]:
+    """{path relative to prefix: text} of the files under prefix at rev, read in two processes."""
+    return {p: b.decode(errors="replace") for p, b in tree_blobs(root, rev_, prefix).items()}
 
 
 def changed_files(root: Path, a: str, b: str) -> list[str]:
     out = git("diff", "--name-only", a, b, cwd=root)
     return [line for line in out.splitlines() if line]
+
+
+def changed_paths(root: Path, a: str, b: str) -> list[str]:
+    """Every path that differs between commits a and b, sorted: both sides of a rename (a renamed
+    file is a deletion and an addition here), mode and type changes, whatever the user's diff config."""
+    out = git("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--no-commit-id", a, b, cwd=root)
+    return sorted({p for p in out.split("\0") if p})
 
 
 def worktrees(root: Path) -> list[dict[str, str]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git.record import kernels, notes, refs, summaries
+from autogk_git.record import kernels, notes, refs, summaries, trunk
 from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.git import repo
@@ -134,25 +134,54 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
 
     meta = experiment_meta(project, sha)
     parent = meta["parent"]
-    target = project.target(target_name)
-    backend = get_backend(backend_name or project.config.bench.backend, project.config)
+    # The target comes from the trunk: definition, workloads, inputs.py and config are the parent's,
+    # never the experiment's commit or checkout (record/trunk.py).
+    judge = trunk.judge_for(project, target_name, sha, parent)
+    target, config = judge.target, judge.config
+    backend = get_backend(backend_name or config.bench.backend, config)
     t0 = time.time()
     seed = int(sha[:8], 16)
     # git -> record -> loop -> bench: the loop resolves both kernels' files; bench never reads git.
     cand_src = kernels.sources_at(project.root, target, sha)
     parent_src = kernels.sources_at(project.root, target, parent) if parent else None
     invalid = meta["trailers"].get("Autogk-Invalid")
-    if invalid:  # the agent reached outside its files: nothing it made is measured or kept
+    extra: dict[str, Any] = {}
+    if invalid or judge.invalid:  # outside its files: nothing it made is measured or kept
         bench = {"backend": backend.name, "timing": None, "stages": {}, "correct": False}
-        verdict = {"decision": "invalid", "rule": "confinement", "outcome": "invalid", "reason": invalid,
-                   "figures": ""}
+        verdict = invalid_verdict(invalid, judge)
+        extra = {"offending_files": judge.offending} if judge.invalid else {}
     else:
-        bench = benchmark(target, backend, cand_src, parent_src, project.config, seed, progress=say)
-        verdict = rule_for(bench).decide(bench, project.config)
+        bench = benchmark(target, backend, cand_src, parent_src, config, seed, progress=say)
+        verdict = rule_for(bench).decide(bench, config)
     return build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
                         hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
                         bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),
-                        parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage)
+                        parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage, **extra)
+
+
+def invalid_verdict(trailer: str | None, judge: trunk.Judge) -> dict[str, Any]:
+    """The verdict on an experiment that reached outside its files (the agent's trailer, or its diff)."""
+    if trailer:
+        return {"decision": "invalid", "rule": "confinement", "outcome": "invalid", "reason": trailer, "figures": ""}
+    return {"decision": "invalid", "rule": "target-from-trunk", "outcome": "invalid",
+            "reason": f"invalid: {judge.reason}", "figures": ""}
+
+
+def recheck(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say) -> None:
+    """A keep or a hold is applied only to a commit that stayed in its editable files on a trunk parent:
+    the note may predate the rule, or come from a hook that ran in the experiment's own checkout.
+
+    An invalid one is overruled in place (the caller's dict, so what it reports agrees) and recorded."""
+    if result["verdict"]["decision"] not in ("keep", "untimed"):
+        return
+    # The commit's own parent, not the note's: the note is what is being checked.
+    judge = trunk.judge_for(project, exp_ref.target, sha, experiment_meta(project, sha)["parent"])
+    if not judge.invalid:
+        return
+    result.update(verdict=invalid_verdict(None, judge), offending_files=judge.offending,
+                  overruled_verdict=result["verdict"])
+    say(f"#{exp_ref.number:04d}: {judge.reason}")
+    record(project, result, say)
 
 
 def record(project: Project, result: dict[str, Any], say: Say, track: bool = True) -> None:
@@ -240,6 +269,7 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
 
 def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say) -> str:
     """Apply the verdict in the result note; safe to repeat."""
+    recheck(project, exp_ref, sha, result, say)
     decision = result["verdict"]["decision"]
     if decision != "untimed" and repo.rev(project.root, exp_ref.untimed_ref):
         repo.delete_ref(project.root, exp_ref.untimed_ref)  # a held experiment judged since on a timed backend

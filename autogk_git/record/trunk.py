@@ -1,0 +1,114 @@
+"""The target as the trunk holds it: what judges an experiment is read from its parent commit.
+
+An experiment is a commit; its checkout (a person's worktree, a linked one, the loop's) is not evidence.
+The definition, the workloads and their blobs, the generator and compare rules (`inputs.py`) and
+`.autogk.toml` that judge it come from the commit it branched from, read through git; and an experiment
+whose diff against that parent touches anything but its editable files is invalid, however it was
+committed (`--no-verify` skips the pre-commit guard; a side branch, a rebase or a hand-edited trailer
+can move the parent off the trunk). The loop checks this before the benchmark (loop/experiment.assess)
+and again before it applies a verdict (loop/experiment.conclude).
+
+The parent's target folder is written out once per folder tree under the state directory: the
+benchmark reads a folder (blobs by path), and the same trunk judges many experiments.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autogk_git import config as config_mod
+from autogk_git.errors import ConfigError, TargetError
+from autogk_git.git import repo
+from autogk_git.project import Project, Target
+from autogk_git.record import kernels, refs
+
+GPU_ENV = "AUTOGK_BENCH_GPU"
+
+
+@dataclass
+class Judge:
+    """What judges one experiment: its parent's target and config, and whether it stayed in its files."""
+
+    parent: str
+    target: Target                 # backed by the parent's folder, written out (see snapshot)
+    config: config_mod.Config      # the parent's .autogk.toml, environment overrides applied
+    offending: list[str] = field(default_factory=list)  # changed files outside the editable ones
+    reason: str = ""               # why the experiment is invalid; "" when it is not
+
+    @property
+    def invalid(self) -> bool:
+        return bool(self.reason)
+
+
+def config_at(project: Project, rev: str) -> config_mod.Config:
+    """The project's config as commit rev holds it. The environment still overrides, and [bench] gpu
+    stays the caller's: it picks the device (a parallel slot pins one), not how a kernel is judged."""
+    text = repo.show_file(project.root, rev, config_mod.CONFIG_NAME)
+    where = f"{rev[:10]}:{config_mod.CONFIG_NAME}"
+    if text is None:
+        raise ConfigError(f"commit {rev[:10]} has no {config_mod.CONFIG_NAME}: nothing to judge its experiments by",
+                          f"branch experiments from the trunk ({project.trunk}), which has one")
+    environ = dict(os.environ)
+    if project.config.bench.gpu and GPU_ENV not in environ:
+        environ[GPU_ENV] = project.config.bench.gpu
+    return config_mod.loads(text, where, environ)
+
+
+def snapshot(project: Project, rel: str, rev: str) -> Path:
+    """The folder rel as commit rev holds it, written once under the state directory (by tree hash)."""
+    tree = kernels.trees(project.root, [rev], rel).get(rev)
+    if tree is None:
+        raise TargetError(f"commit {rev[:10]} has no {rel}/: the experiment's target is not on its parent",
+                          f"branch the experiment from the trunk: git checkout -b <branch> {project.trunk}")
+    base = project.state_dir / "trunk-targets"
+    dest = base / tree
+    if dest.is_dir():
+        return dest
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{tree[:12]}-", dir=base))
+    try:
+        for path, data in repo.tree_blobs(project.root, rev, rel).items():
+            out = tmp / path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        try:
+            tmp.rename(dest)  # atomic: a parallel slot sees the whole folder or none
+        except OSError:
+            if not dest.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def outside_files(project: Project, target: Target, parent: str, sha: str) -> list[str]:
+    """The files sha changes against parent that are not the target's editable ones."""
+    return [p for p in repo.changed_paths(project.root, parent, sha) if not target.is_editable(p)]
+
+
+def judge_for(project: Project, target_name: str, sha: str, parent: str | None) -> Judge:
+    """Read what judges experiment sha from its parent, and say whether the experiment is invalid.
+
+    The trunk named by the caller's project is the one the parent must be on (the loop's config; a
+    hook's benchmark is re-checked when `autogk iterate` concludes it, in the loop's project)."""
+    if not parent:
+        raise TargetError(f"experiment {sha[:10]} has no parent commit to take its target from",
+                          f"branch experiments from the trunk: git checkout -b autogk/{target_name}/NNNN-what {project.trunk}")
+    cfg = config_at(project, parent)
+    rel = f"{cfg.project.targets}/{target_name}"
+    target = Target(target_name, snapshot(project, rel, parent), list(cfg.agent.editable), cfg.project.targets)
+    judge = Judge(parent, target, cfg)
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    if tip is None or not repo.is_ancestor(project.root, parent, tip):
+        judge.reason = (f"its parent {parent[:10]} is not on the trunk ({project.trunk}): the target that would judge "
+                        f"it is not the trunk's; branch from {project.trunk} and commit the kernel change alone")
+        return judge
+    judge.offending = outside_files(project, target, parent, sha)
+    if judge.offending:
+        judge.reason = (f"it changes files outside {target.rel}/{{{','.join(target.editable)}}} ([agent] editable): "
+                        f"{', '.join(judge.offending)}; the definition, workloads, inputs.py and .autogk.toml come "
+                        f"from the trunk. Commit those on {project.trunk}, then the kernel change alone on a branch")
+    return judge
