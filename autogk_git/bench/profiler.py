@@ -27,7 +27,8 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     # The judge's package, a sibling folder: the same inputs and kernel import (also run as a file).
-    from judge import calls, checks, kernels, process
+    from judge import calls as jcalls
+    from judge import checks, kernels, process
     from judge import inputs as jinputs
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -45,11 +46,11 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
         nbytes = sum(t.numel() * t.element_size() for t in [*args, *outs] if isinstance(t, torch.Tensor))
         for _ in range(warmup):
             run(*args, *outs)
-        calls.sync(device)
+        jcalls.sync(device)
         t0 = time.perf_counter()
         for _ in range(calls):
             run(*args, *outs)
-        calls.sync(device)
+        jcalls.sync(device)
         host_us = (time.perf_counter() - t0) / calls * 1e6
         row = {"uuid": wl["uuid"], "axes": {k: v for k, v in axes.items() if k in wl.get("axes", {})},
                "bytes": nbytes, "host_us_per_call": round(host_us, 2)}
@@ -58,7 +59,7 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(calls):
                     run(*args, *outs)
-                calls.sync(device)
+                jcalls.sync(device)
             kernels: dict[str, list[float]] = {}
             for ev in prof.events():
                 if str(getattr(ev, "device_type", "")).endswith("CUDA"):
