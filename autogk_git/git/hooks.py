@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from autogk_git.errors import AutogkError
+from autogk_git.git.worktrees import common_dir
 from autogk_git.git.run import git, git_ok
 
 HOOKS = ("post-commit", "pre-commit")
@@ -68,7 +69,7 @@ def install(root: Path, notes_glob: str) -> list[str]:
 def refuse_tracked(root: Path, d: Path) -> None:
     """A hooks folder inside the working tree (husky and the like) is committed: no machine path goes there."""
     real = d.resolve()
-    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=root).strip()).resolve()
+    common = common_dir(root).resolve()
     top = Path(git("rev-parse", "--show-toplevel", cwd=root).strip()).resolve()
     if real == common or common in real.parents or top not in real.parents:
         return  # in the git directory or outside the checkout: never committed
