@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autogk_git.git import commits, index, repo, worktrees
+from autogk_git.git import commits, index, repo, settings, worktrees
 
 MAX_SAVED = 8 << 20      # bytes of one file kept to put it back; a bigger one is compared by hash only
 MAX_WALK = 20000         # files compared under one watched folder; past that the folder is skipped
@@ -200,7 +200,7 @@ class Snapshot:
 
 
 def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) -> tuple[list[Path], dict[Path, str]]:
-    hooks_dir = worktrees.hooks_dir(worktree)
+    hooks_dir = worktrees.hooks_dir(worktree).resolve()
     roots = [common / "config", common / "config.worktree", common / "hooks", common / "info", hooks_dir]
     top = main or worktree
     roots.append(top / ".autogk.toml")
@@ -352,7 +352,7 @@ def sandbox_env(worktree: Path, where: Path) -> tuple[dict[str, str], Path]:
     clone = where / "git"
     commits.shared_clone(worktrees.common_dir(worktree), clone, cwd=where)
     env = {"GIT_DIR": str(clone), "GIT_WORK_TREE": str(worktree)}
-    commits.set_config(where, "core.bare", "false", env=env)
+    settings.set_value(where, "core.bare", "false", env=env)
     head = head_of(worktree)
     sha = repo.head_sha(worktree)
     if head.startswith("refs/"):

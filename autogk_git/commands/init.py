@@ -14,8 +14,7 @@ import click
 from autogk_git import config as config_mod
 from autogk_git.errors import AutogkError, TargetError
 from autogk_git.git import hooks as hooks_mod
-from autogk_git.git import repo
-from autogk_git.git import commits, index
+from autogk_git.git import commits, index, repo
 from autogk_git.git.run import identity_env
 from autogk_git.project import Project, Target, check_definition, check_workload, read_jsonl, read_text
 from autogk_git.record import refs

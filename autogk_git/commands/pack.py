@@ -15,7 +15,7 @@ import click
 from autogk_git.record import ledger
 from autogk_git.record import refs
 from autogk_git.errors import AutogkError
-from autogk_git.git import remotes, repo
+from autogk_git.git import repo, settings
 from autogk_git.project import Project
 
 
@@ -124,7 +124,7 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
                           "it anyway (the Solution then says it is unconfirmed)")
     definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
                             or json.dumps(target.definition))
-    who = author or remotes.config_value(project.root, "user.name") or "autogk"
+    who = author or settings.value(project.root, "user.name") or "autogk"
     desc = f"autogk: {target.name} at {sha[:10]}"
     if result:
         desc += f"; #{result.get('experiment', 0):04d} {result.get('hypothesis', '')}"

@@ -22,10 +22,6 @@ def shared_clone(src: Path, dest: Path, cwd: Path) -> None:
     git("clone", "-q", "--bare", "--shared", "--no-tags", str(src), str(dest), cwd=cwd)
 
 
-def set_config(cwd: Path, key: str, value: str, env: dict[str, str] | None = None) -> None:
-    git("config", key, value, cwd=cwd, env=env)
-
-
 def message(root: Path, sha: str) -> str:
     """The commit's whole message, as written."""
     return git("log", "-1", "--format=%B", sha, cwd=root)

@@ -8,18 +8,14 @@ from importlib import resources
 from pathlib import Path
 
 from autogk_git.errors import AutogkError
-from autogk_git.git.worktrees import common_dir
+from autogk_git.git import settings
+from autogk_git.git.worktrees import common_dir, hooks_dir
 from autogk_git.git.run import git, git_ok
 
 HOOKS = ("post-commit", "pre-commit")
 REWRITE = ("notes.rewriteRef", "notes.rewrite.amend", "notes.rewrite.rebase")  # what install sets
 MARKER = "autogk-hook v1"
 CHAINED = ".autogk-chained"
-
-
-def hooks_dir(root: Path) -> Path:
-    p = Path(git("rev-parse", "--git-path", "hooks", cwd=root).strip())
-    return p if p.is_absolute() else (root / p).resolve()
 
 
 def shim_text(name: str) -> str:
@@ -60,9 +56,9 @@ def install(root: Path, notes_glob: str) -> list[str]:
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         done.append(f"{path}: {note}")
     # Notes follow their commits through amend and rebase.
-    git("config", "notes.rewriteRef", notes_glob, cwd=root)
-    git("config", "notes.rewrite.amend", "true", cwd=root)
-    git("config", "notes.rewrite.rebase", "true", cwd=root)
+    settings.set_value(root, "notes.rewriteRef", notes_glob)
+    settings.set_value(root, "notes.rewrite.amend", "true")
+    settings.set_value(root, "notes.rewrite.rebase", "true")
     return done
 
 

@@ -32,26 +32,3 @@ def fetch(root: Path, remote: str, specs: list[str]) -> None:
 
 def push(root: Path, remote: str, specs: list[str]) -> None:
     git("push", "--quiet", remote, *specs, cwd=root)
-
-
-# ------------------------------------------------------------------------------------------------
-# Config values (remote.<name>.fetch and the like, user.name)
-# ------------------------------------------------------------------------------------------------
-
-def config_value(root: Path, key: str) -> str:
-    """The key's value, or '' when it is not set."""
-    return git("config", key, cwd=root, check=False).strip()
-
-
-def config_values(root: Path, key: str) -> list[str]:
-    """Every value of a multi-valued key (none when unset)."""
-    return [v for v in git("config", "--get-all", key, cwd=root, check=False).splitlines() if v]
-
-
-def config_add(root: Path, key: str, value: str) -> None:
-    git("config", "--add", key, value, cwd=root)
-
-
-def config_unset_value(root: Path, key: str, value: str) -> None:
-    """Remove every line of key whose value is exactly value (nothing to remove is no error)."""
-    git("config", "--fixed-value", "--unset-all", key, value, cwd=root, check=False)

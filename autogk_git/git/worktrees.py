@@ -43,9 +43,10 @@ def common_dir(cwd: Path) -> Path:
     return Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=cwd).strip())
 
 
-def hooks_dir(cwd: Path) -> Path:
-    """The folder git runs cwd's hooks from (`core.hooksPath` when set)."""
-    return (cwd / git("rev-parse", "--git-path", "hooks", cwd=cwd).strip()).resolve()
+def hooks_dir(root: Path) -> Path:
+    """The folder git runs root's hooks from (`core.hooksPath` when set), as git names it."""
+    p = Path(git("rev-parse", "--git-path", "hooks", cwd=root).strip())
+    return p if p.is_absolute() else (root / p).resolve()
 
 
 def add_worktree(root: Path, path: Path, rev: str, detach: bool = False) -> None:

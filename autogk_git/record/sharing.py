@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autogk_git.git import remotes as git_remotes, repo
+from autogk_git.git import remotes as git_remotes, repo, settings
 from autogk_git.git.run import identity_env
 
 from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, remote_notes_prefix, NOTES_PREFIX
@@ -44,20 +44,20 @@ def setup(root: Path, remote: str | None = None) -> list[str]:
     done = []
     for name in names:
         added = []
-        have = git_remotes.config_values(root, f"remote.{name}.fetch")
+        have = settings.values(root, f"remote.{name}.fetch")
         for spec in fetch_refspecs(name):
             if spec not in have:
-                git_remotes.config_add(root, f"remote.{name}.fetch", spec)
+                settings.add(root, f"remote.{name}.fetch", spec)
                 added.append(f"fetch {spec}")
         if added:
             done.append(f"remote {name}: git fetch now carries autogk's notes and experiment refs "
                         f"({'; '.join(added)})")
-        pushes = git_remotes.config_values(root, f"remote.{name}.push")
+        pushes = settings.values(root, f"remote.{name}.push")
         if all(spec in pushes for spec in PUSH[1:]):
             # Set by an earlier autogk: it changed what a plain `git push` sends. Put git's default back.
             mine = [spec for spec in pushes if spec in PUSH]
             for spec in mine:
-                git_remotes.config_unset_value(root, f"remote.{name}.push", spec)
+                settings.unset_value(root, f"remote.{name}.push", spec)
             done.append(f"remote {name}: removed the push settings an earlier autogk added "
                         f"({', '.join(mine)}); a plain `git push` is git's own again. Share notes with: "
                         f"autogk sync --push --remote {name}")
@@ -105,7 +105,7 @@ def remote_has_notes(root: Path, remote: str) -> bool:
 
 
 def is_setup(root: Path, remote: str) -> bool:
-    have = git_remotes.config_values(root, f"remote.{remote}.fetch")
+    have = settings.values(root, f"remote.{remote}.fetch")
     return all(spec in have for spec in fetch_refspecs(remote))
 
 
