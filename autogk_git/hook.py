@@ -13,12 +13,12 @@ from pathlib import Path
 
 from autogk_git.record import refs
 from autogk_git.errors import AutogkError
-from autogk_git.git.run import git, git_proc
+from autogk_git.git import index, repo
 from autogk_git.loop.background import LOOP_ENV, pid_file, running_bench_pid
 
 def _experiment_branch() -> refs.ExperimentRef | None:
-    out = git_proc("symbolic-ref", "--quiet", "HEAD", inherit=True)
-    parsed = refs.ExperimentRef.parse(out.stdout.strip()) if out.returncode == 0 else None
+    head = repo.head_ref(None, inherit=True)
+    parsed = refs.ExperimentRef.parse(head) if head else None
     return parsed[1] if parsed and parsed[0] == "branch" else None
 
 
@@ -31,7 +31,7 @@ def pre_commit() -> int:
     target = project.target(exp.target)
     # git's own index for this commit: `commit -a` and `commit PATH` stage into a temporary index named by
     # GIT_INDEX_FILE, which must not be stripped here.
-    staged = [p for p in git_proc("diff", "--cached", "--name-only", cwd=project.root, inherit=True).stdout.splitlines() if p]
+    staged = index.staged_names(project.root, inherit=True)
     bad = [p for p in staged if not target.is_editable(p)]
     if bad:
         print(f"autogk: branch {exp.branch} is an experiment on target '{exp.target}'; it may change only "
@@ -49,7 +49,7 @@ def post_commit() -> int:
         return 0
     from autogk_git.project import Project
     project = Project.find()
-    sha = git("rev-parse", "HEAD", cwd=project.root).strip()
+    sha = repo.head_sha(project.root)
     if project.config.bench.hook_mode == "foreground" or os.environ.get("AUTOGK_HOOK_FOREGROUND"):
         return bench(project, sha, exp.branch)
     log = project.state_dir / "logs" / f"{exp.target}-{exp.number:04d}-{sha[:10]}.log"

@@ -14,7 +14,7 @@ from typing import Any
 
 from autogk_git import config as config_mod
 from autogk_git.errors import InputDataNeeded, NotAProject, TargetError
-from autogk_git.git.run import git
+from autogk_git.git import worktrees
 
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
 DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", *INT_DTYPES)
@@ -282,9 +282,7 @@ class Project:
 
     @cached_property
     def git_common_dir(self) -> Path:
-        out = git("rev-parse", "--git-common-dir", cwd=self.root).strip()
-        p = Path(out)
-        return p if p.is_absolute() else (self.root / p).resolve()
+        return worktrees.common_dir(self.root)
 
     @property
     def state_dir(self) -> Path:

@@ -263,6 +263,6 @@ class AnthropicAgent:
 
 
 def _changed(ctx: Context) -> bool:
-    from autogk_git.git.run import git
+    from autogk_git.git import index
 
-    return bool(git("status", "--porcelain", "--", ctx.target.rel, cwd=ctx.worktree).strip())
+    return index.has_changes(ctx.worktree, ctx.target.rel)

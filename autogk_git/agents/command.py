@@ -23,14 +23,14 @@ from pathlib import Path
 from autogk_git.agents import confine, prompts
 from autogk_git.agents.base import Context, Proposal
 from autogk_git.errors import AgentError, ConfigError
-from autogk_git.git.run import git
+from autogk_git.git import index, repo
 
 TAIL = 4000  # characters of the CLI's output kept in the plan note
 
 
 def changed_paths(worktree: Path) -> list[tuple[str, str]]:
     """(status, repo-relative path) of every change in the worktree, untracked files included."""
-    out = git("status", "--porcelain", "--untracked-files=all", "-z", cwd=worktree)
+    out = index.changes_z(worktree)
     items, parts, i = [], out.split("\0"), 0
     while i < len(parts):
         entry = parts[i]
@@ -59,14 +59,14 @@ def undo(worktree: Path, paths: list[tuple[str, str]]) -> None:
             full = worktree / p
             if full.is_symlink() or full.is_dir():  # a kernel.py replaced by a link or a folder
                 full.unlink() if full.is_symlink() else shutil.rmtree(full)
-        git("checkout", "-q", "HEAD", "--", *tracked, cwd=worktree)
-        git("reset", "-q", "HEAD", "--", *tracked, cwd=worktree)
+        index.restore_from_head(worktree, *tracked)
+        index.unstage(worktree, *tracked)
 
 
 def not_plain(worktree: Path, paths: list[tuple[str, str]]) -> list[tuple[tuple[str, str], str]]:
     """Editable paths that are not plain files, or whose permission bits differ from the commit's."""
     modes = {}
-    for line in git("ls-files", "-s", "-z", "--", *[p for _, p in paths], cwd=worktree).split("\0"):
+    for line in index.index_entries(worktree, *[p for _, p in paths]).split("\0"):
         if "\t" in line:
             meta, path = line.split("\t", 1)
             modes[path] = meta.split()[0]
@@ -112,7 +112,7 @@ class CommandAgent:
                 say(f"  warning: {path} holds over {confine.MAX_WALK} files, too many to compare; "
                     "watch the files in it that matter instead ([agent] watch)")
         own_branch = confine.head_of(ctx.worktree)
-        base = git("rev-parse", "HEAD", cwd=ctx.worktree).strip()
+        base = repo.head_sha(ctx.worktree)
         backup = snap.common / "autogk" / "confined" / f"{ctx.number:04d}"
         escaped: list[str] = []
         with tempfile.TemporaryDirectory(prefix="autogk-command-") as tmp:

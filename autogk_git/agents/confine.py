@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autogk_git.git.run import git
+from autogk_git.git import commits, index, repo, settings, worktrees
 
 MAX_SAVED = 8 << 20      # bytes of one file kept to put it back; a bigger one is compared by hash only
 MAX_WALK = 20000         # files compared under one watched folder; past that the folder is skipped
@@ -172,19 +172,14 @@ def restore_files(before: dict[Path, Entry], after: dict[Path, Entry], backup: P
 # The repository
 # ------------------------------------------------------------------------------------------------
 
-def all_refs(cwd: Path) -> dict[str, str]:
-    out = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=cwd)
-    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)  # type: ignore[misc]
-
-
 def head_of(cwd: Path) -> str:
-    sym = git("symbolic-ref", "-q", "HEAD", cwd=cwd, check=False).strip()
-    return sym or git("rev-parse", "HEAD", cwd=cwd, check=False).strip()
+    """The ref HEAD points at, or the commit when it is detached."""
+    return repo.head_ref(cwd) or repo.head_sha(cwd, check=False)
 
 
 def status(cwd: Path) -> dict[str, str]:
     """{path: XY} of the checkout's changed and untracked files (ignored ones are not compared)."""
-    out = git("status", "--porcelain", "--untracked-files=all", "--no-renames", "-z", cwd=cwd)
+    out = index.changes_z(cwd, renames=False)
     return {e[3:]: e[:2] for e in out.split("\0") if len(e) > 3}
 
 
@@ -205,8 +200,7 @@ class Snapshot:
 
 
 def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) -> tuple[list[Path], dict[Path, str]]:
-    hooks = git("rev-parse", "--git-path", "hooks", cwd=worktree).strip()
-    hooks_dir = (worktree / hooks).resolve()
+    hooks_dir = worktrees.hooks_dir(worktree).resolve()
     roots = [common / "config", common / "config.worktree", common / "hooks", common / "info", hooks_dir]
     top = main or worktree
     roots.append(top / ".autogk.toml")
@@ -228,7 +222,7 @@ def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) ->
 
 def take(worktree: Path, watch: list[str]) -> Snapshot:
     """Record what the agent could change outside its worktree."""
-    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=worktree).strip())
+    common = worktrees.common_dir(worktree)
     main = common.parent if common.name == ".git" else None
     if main is not None and main.resolve() == worktree.resolve():
         main = None  # the agent works in the main checkout itself (tests, a person's own run)
@@ -242,11 +236,11 @@ def take(worktree: Path, watch: list[str]) -> Snapshot:
             e = entry(main / p)
             if e is not None:
                 main_files[main / p] = e
-    return Snapshot(common=common, main=main, worktree=worktree, refs=all_refs(worktree),
+    return Snapshot(common=common, main=main, worktree=worktree, refs=repo.all_refs(worktree),
                     main_head=head_of(main) if main else "",
-                    main_head_commit=git("rev-parse", "HEAD", cwd=main, check=False).strip() if main else "",
+                    main_head_commit=repo.head_sha(main, check=False) if main else "",
                     worktree_head=head_of(worktree),
-                    index=git("ls-files", "-s", "-z", cwd=main, check=False) if main else "",
+                    index=index.index_entries(main, check=False) if main else "",
                     main_files=main_files, files=files, roots=roots, labels=labels)
 
 
@@ -260,21 +254,21 @@ def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
     # `info/exclude` of `*` that would hide new files from status. Then refs, then the checkouts,
     # which are compared against their HEADs.
     lines = restore_files(snap.files, _walk_all(snap.roots), backup, snap.labels)
-    now = all_refs(wt)
-    checked_out = _checked_out_elsewhere(wt)
+    now = repo.all_refs(wt)
+    checked_out = worktrees.checked_out(wt, besides=wt)
     for ref in sorted(snap.refs.keys() | now.keys()):
         old, new = snap.refs.get(ref), now.get(ref)
         if old == new:
             continue
         if old is None:
-            git("update-ref", "-d", ref, new, cwd=wt)
+            repo.delete_ref(wt, ref, old=new)
             lines.append(f"ref {ref}: created at {new[:10]}; deleted (restore: git update-ref {ref} {new})")
         elif ref in checked_out and new is not None:
             # A branch checked out elsewhere moved: a person may have committed there. Leave it.
             lines.append(f"ref {ref}: moved {old[:10]} -> {new[:10]} while the agent ran; left as is "
                          f"(if the agent did it: git -C {checked_out[ref]} reset --keep {old})")
         else:
-            git("update-ref", ref, old, *([new] if new else []), cwd=wt)
+            repo.update_ref(wt, ref, old, message=None, old=new)
             what = "deleted" if new is None else f"moved to {new[:10]}"
             back = f"git update-ref -d {ref}" if new is None else f"git update-ref {ref} {new}"
             lines.append(f"ref {ref}: {what}; put back at {old[:10]}"
@@ -282,11 +276,8 @@ def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
                             if ref == own_branch else f" (redo: {back})"))
     if head_of(wt) != snap.worktree_head:
         lines.append(f"the worktree's HEAD: switched to {head_of(wt)}; put back on {snap.worktree_head}")
-        if snap.worktree_head.startswith("refs/"):
-            git("symbolic-ref", "HEAD", snap.worktree_head, cwd=wt)
-        else:
-            git("update-ref", "--no-deref", "HEAD", snap.worktree_head, cwd=wt)
-    git("reset", "-q", cwd=wt)  # the worktree's index back to HEAD; the loop stages what it commits
+        repo.point_head(wt, snap.worktree_head)
+    index.unstage(wt)  # the worktree's index back to HEAD; the loop stages what it commits
     if snap.main is not None:
         lines += _main_checkout(snap, backup)
     return lines
@@ -299,35 +290,22 @@ def _walk_all(roots: list[Path]) -> dict[Path, Entry]:
     return out
 
 
-def _checked_out_elsewhere(wt: Path) -> dict[str, str]:
-    """{branch ref: checkout path} for branches checked out in worktrees other than wt."""
-    out: dict[str, str] = {}
-    path = None
-    for line in git("worktree", "list", "--porcelain", cwd=wt).splitlines():
-        if line.startswith("worktree "):
-            path = line[9:]
-        elif line.startswith("branch ") and path and Path(path).resolve() != wt.resolve():
-            out[line[7:]] = path
-    return out
-
-
 def _main_checkout(snap: Snapshot, backup: Path) -> list[str]:
     main = snap.main
     assert main is not None
     lines: list[str] = []
     head = head_of(main)
-    if head != snap.main_head or git("rev-parse", "HEAD", cwd=main, check=False).strip() != snap.main_head_commit:
+    if head != snap.main_head or repo.head_sha(main, check=False) != snap.main_head_commit:
         # Switching it back could overwrite a person's work: say so, compare nothing more there.
         return [f"the main checkout {main}: HEAD moved from {snap.main_head} to {head} while the agent ran; "
                 f"left as is (check it: git -C {main} status)"]
-    index = git("ls-files", "-s", "-z", cwd=main, check=False)
-    if index != snap.index:
-        staged = git("diff", "--cached", "--name-only", cwd=main).split()
+    if index.index_entries(main, check=False) != snap.index:
+        staged = index.staged_names(main)
         lines.append(f"the main checkout's index: changed ({', '.join(staged[:10]) or 'entries'}); put back")
         # Unstage what differs from the recorded index: entries recorded before go back as they were.
-        git("read-tree", "HEAD", cwd=main)
+        index.read_tree(main)
         if snap.index:
-            git("update-index", "-z", "--index-info", cwd=main, input=snap.index)
+            index.load_index_entries(main, snap.index)
     after = {main / p for p in status(main)} | set(snap.main_files)
     cur: dict[Path, Entry] = {}
     for p in after:
@@ -345,10 +323,9 @@ def _main_checkout(snap: Snapshot, backup: Path) -> list[str]:
             _put_back(p, b)
             lines.append(f"{rel[p]}: {'deleted' if a is None else 'changed'}; put back{kept}")
             continue
-        tracked = git("ls-files", "--error-unmatch", "--", str(p.relative_to(main)), cwd=main, check=False).strip()
-        if tracked:
+        if index.is_tracked(main, str(p.relative_to(main))):
             _remove(p)
-            git("checkout", "-q", "--", str(p.relative_to(main)), cwd=main)
+            index.restore_from_index(main, str(p.relative_to(main)))
             lines.append(f"{rel[p]}: changed; put back as committed{kept}")
         else:
             _remove(p)
@@ -373,28 +350,25 @@ def _prune_empty(d: Path, stop: Path) -> None:
 def sandbox_env(worktree: Path, where: Path) -> tuple[dict[str, str], Path]:
     """GIT_DIR/GIT_WORK_TREE for a throwaway clone that shares objects and sees the worktree's HEAD."""
     clone = where / "git"
-    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=worktree).strip())
-    git("clone", "-q", "--bare", "--shared", "--no-tags", str(common), str(clone), cwd=where)
+    commits.shared_clone(worktrees.common_dir(worktree), clone, cwd=where)
     env = {"GIT_DIR": str(clone), "GIT_WORK_TREE": str(worktree)}
-    git("config", "core.bare", "false", cwd=where, env=env)
+    settings.set_value(where, "core.bare", "false", env=env)
     head = head_of(worktree)
-    sha = git("rev-parse", "HEAD", cwd=worktree).strip()
+    sha = repo.head_sha(worktree)
     if head.startswith("refs/"):
-        git("update-ref", head, sha, cwd=where, env=env)
-        git("symbolic-ref", "HEAD", head, cwd=where, env=env)
-    else:
-        git("update-ref", "--no-deref", "HEAD", sha, cwd=where, env=env)
-    git("read-tree", "HEAD", cwd=where, env=env)
-    git("update-index", "-q", "--refresh", cwd=where, env=env, check=False)
+        repo.update_ref(where, head, sha, message=None, env=env)
+    repo.point_head(where, head if head.startswith("refs/") else sha, env=env)
+    index.read_tree(where, env=env)
+    index.refresh(where, env=env)
     return env, clone
 
 
 def sandbox_commits(env: dict[str, str], where: Path, base: str) -> list[str]:
     """What the agent committed or created in the throwaway clone (it is thrown away with it)."""
     lines = []
-    head = git("rev-parse", "HEAD", cwd=where, env=env, check=False).strip()
+    head = repo.head_sha(where, env=env, check=False)
     if head and head != base:
-        log = git("log", "--format=%h %s", f"{base}..{head}", cwd=where, env=env, check=False).strip()
+        log = commits.oneline_range(where, base, head, env=env)
         lines.append("the agent made its own commit(s) (thrown away; the loop makes the experiment's commit): "
-                     + ("; ".join(log.splitlines()[:5]) or head[:10]))
+                     + ("; ".join(log[:5]) or head[:10]))
     return lines

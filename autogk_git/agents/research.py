@@ -315,5 +315,5 @@ def _ask_model(project, target, tip, history, trigger, artifact, say, client) ->
 
 
 def _first_parent_log(root, trunk: str) -> str:
-    from autogk_git.git.run import git
-    return git("log", "--first-parent", "-n", "50", "--format=%h %s%n%b", trunk, cwd=root)[:12000]
+    from autogk_git.git import commits
+    return commits.first_parent_log(root, trunk, 50)[:12000]

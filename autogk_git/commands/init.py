@@ -14,8 +14,8 @@ import click
 from autogk_git import config as config_mod
 from autogk_git.errors import AutogkError, TargetError
 from autogk_git.git import hooks as hooks_mod
-from autogk_git.git import repo
-from autogk_git.git.run import git, identity_env
+from autogk_git.git import commits, index, repo
+from autogk_git.git.run import identity_env
 from autogk_git.project import Project, Target, check_definition, check_workload, read_jsonl, read_text
 from autogk_git.record import refs
 
@@ -252,7 +252,7 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
 
     top = repo.toplevel(path)
     if top is None:
-        git("init", "-q", "-b", trunk or "main", cwd=path)
+        commits.init(path, trunk or "main")
         top = path.resolve()
         say(f"initialized a git repository in {top}")
     has_config = (top / config_mod.CONFIG_NAME).exists()
@@ -311,9 +311,8 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
     from autogk_git.record import sharing as remote_mod
     for line in remote_mod.setup(top):  # notes and archive refs travel with fetch/push
         say(line)
-    git("add", "--", *written, cwd=top)
-    git("commit", "-q", "-m", f"autogk: add target {tname}", "--", *written, cwd=top,
-        env={"AUTOGK_LOOP": "1", **_identity(top)})
+    index.stage(top, *written)
+    commits.commit(top, f"autogk: add target {tname}", *written, env={"AUTOGK_LOOP": "1", **_identity(top)})
     sha = repo.rev(top, "HEAD")
     say(f"committed {sha[:10]} on {repo.current_branch(top)}: target {tname} in {target.rel}/")
 

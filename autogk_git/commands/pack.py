@@ -15,8 +15,7 @@ import click
 from autogk_git.record import ledger
 from autogk_git.record import refs
 from autogk_git.errors import AutogkError
-from autogk_git.git import repo
-from autogk_git.git.run import git
+from autogk_git.git import repo, settings
 from autogk_git.project import Project
 
 
@@ -67,8 +66,8 @@ def refusal(project: Project, target_rel: str, sha: str, result: dict | None, ju
         return f"experiment {num} was not kept (verdict: {v.get('decision', 'pending')})"
     if not ledger.judged_all(result):
         return f"experiment {num} is unconfirmed: judged on {ledger.coverage_text(result)}, not on every workload"
-    here = git("rev-parse", f"{sha}:{target_rel}", cwd=project.root, check=False).strip()
-    then = git("rev-parse", f"{judged}:{target_rel}", cwd=project.root, check=False).strip()
+    here = repo.object_id(project.root, f"{sha}:{target_rel}", check=False)
+    then = repo.object_id(project.root, f"{judged}:{target_rel}", check=False)
     if here != then:
         return f"the target's files at {sha[:10]} differ from those experiment {num} judged ({judged[:10]})"
     return None
@@ -125,7 +124,7 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
                           "it anyway (the Solution then says it is unconfirmed)")
     definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
                             or json.dumps(target.definition))
-    who = author or git("config", "user.name", cwd=project.root, check=False).strip() or "autogk"
+    who = author or settings.value(project.root, "user.name") or "autogk"
     desc = f"autogk: {target.name} at {sha[:10]}"
     if result:
         desc += f"; #{result.get('experiment', 0):04d} {result.get('hypothesis', '')}"

@@ -18,16 +18,9 @@ import click
 from autogk_git.record import kernels, ledger, refs, summaries
 from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError, GitError
-from autogk_git.git import repo
-from autogk_git.git.run import git, git_proc, identity_env
+from autogk_git.git import index, merges, repo, worktrees
+from autogk_git.git.run import identity_env
 from autogk_git.project import Project
-
-
-def _where(project: Project, branch: str) -> Path | None:
-    for wt in repo.worktrees(project.root):
-        if wt.get("branch") == refs.branch(branch):
-            return Path(wt["worktree"])
-    return None
 
 
 def cherry_pick(project: Project, sha: str, branch: str) -> str:
@@ -36,7 +29,7 @@ def cherry_pick(project: Project, sha: str, branch: str) -> str:
     if not repo.rev(project.root, refs.branch(branch)):
         raise AutogkError(f"no branch '{branch}'", f"create it first: git branch {branch} <start-point>")
     env = {LOOP_ENV: "1", **identity_env(project.root)}
-    wt = _where(project, branch)
+    wt = worktrees.worktree_of(project.root, refs.branch(branch))
     tmp = None
     if wt is not None and not repo.is_clean(wt):
         raise AutogkError(f"branch '{branch}' is checked out in {wt} with uncommitted changes",
@@ -44,12 +37,12 @@ def cherry_pick(project: Project, sha: str, branch: str) -> str:
     if wt is None:
         tmp = Path(tempfile.mkdtemp(prefix="autogk-pick-"))
         wt = tmp / "wt"
-        git("worktree", "add", "--quiet", str(wt), branch, cwd=project.root)
+        worktrees.add_worktree(project.root, wt, branch)
     try:
-        proc = git_proc("cherry-pick", "-x", sha, cwd=wt, env=env)
+        proc = merges.cherry_pick(wt, sha, env=env)
         if proc.returncode != 0:
-            conflicted = [p for p in git("diff", "--name-only", "--diff-filter=U", cwd=wt).splitlines() if p]
-            git_proc("cherry-pick", "--abort", cwd=wt, env=env)
+            conflicted = index.unmerged_names(wt)
+            merges.abort_cherry_pick(wt, env=env)
             if not conflicted:
                 why = (proc.stdout + proc.stderr).strip().splitlines()
                 empty = any("empty" in ln for ln in why)
@@ -65,11 +58,10 @@ def cherry_pick(project: Project, sha: str, branch: str) -> str:
                 f"  # edit {', '.join(conflicted)}, then\n"
                 f"  git add {' '.join(conflicted)} && git cherry-pick --continue\n"
                 f"  autogk bench --rev {branch} --against {branch}~1")
-        return git("rev-parse", "HEAD", cwd=wt).strip()
+        return repo.head_sha(wt)
     finally:
         if tmp is not None:
-            git_proc("worktree", "remove", "--force", str(wt), cwd=project.root)
-            git("worktree", "prune", cwd=project.root)
+            worktrees.remove_worktree(project.root, wt)
 
 
 def benchmark_pick(project: Project, row: ledger.Row, new: str, old_tip: str, branch: str, say,

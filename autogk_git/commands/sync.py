@@ -18,7 +18,7 @@ from autogk_git.record import refs
 from autogk_git.errors import AutogkError, GitError
 from autogk_git.record import sharing as remote_mod
 from autogk_git.git import repo
-from autogk_git.git.run import git, identity_env
+from autogk_git.git.run import identity_env
 from autogk_git.record.notes import parse_result
 from autogk_git.project import Project
 
@@ -43,7 +43,7 @@ def fetch_shared(project: Project, say, remote: str | None = None, pushing: bool
                 f"(or {remote_mod.push_command(name)})")
         trunk = project.trunk
         if not repo.rev(project.root, refs.branch(trunk)) and repo.rev(project.root, f"refs/remotes/{name}/{trunk}"):
-            git("branch", "--quiet", "--track", trunk, f"refs/remotes/{name}/{trunk}", cwd=project.root)
+            repo.create_branch(project.root, trunk, f"refs/remotes/{name}/{trunk}", track=True)
             say(f"created the trunk branch '{trunk}' from {name}/{trunk}")
     return done
 
@@ -55,8 +55,7 @@ def prune_orphans(project: Project, gone: set[str]) -> int:
         have = set(repo.notes_map(project.root, ref))
         drop = sorted(gone & have)
         if drop:
-            git("notes", "--ref", ref, "remove", "--ignore-missing", "--stdin", cwd=project.root,
-                input="\n".join(drop) + "\n", env=identity_env(project.root))
+            repo.remove_notes(project.root, ref, drop, env=identity_env(project.root))
             n += len(drop)
     return n
 

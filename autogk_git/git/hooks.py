@@ -8,17 +8,14 @@ from importlib import resources
 from pathlib import Path
 
 from autogk_git.errors import AutogkError
+from autogk_git.git import settings
+from autogk_git.git.worktrees import common_dir, hooks_dir
 from autogk_git.git.run import git, git_ok
 
 HOOKS = ("post-commit", "pre-commit")
 REWRITE = ("notes.rewriteRef", "notes.rewrite.amend", "notes.rewrite.rebase")  # what install sets
 MARKER = "autogk-hook v1"
 CHAINED = ".autogk-chained"
-
-
-def hooks_dir(root: Path) -> Path:
-    p = Path(git("rev-parse", "--git-path", "hooks", cwd=root).strip())
-    return p if p.is_absolute() else (root / p).resolve()
 
 
 def shim_text(name: str) -> str:
@@ -59,16 +56,16 @@ def install(root: Path, notes_glob: str) -> list[str]:
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         done.append(f"{path}: {note}")
     # Notes follow their commits through amend and rebase.
-    git("config", "notes.rewriteRef", notes_glob, cwd=root)
-    git("config", "notes.rewrite.amend", "true", cwd=root)
-    git("config", "notes.rewrite.rebase", "true", cwd=root)
+    settings.set_value(root, "notes.rewriteRef", notes_glob)
+    settings.set_value(root, "notes.rewrite.amend", "true")
+    settings.set_value(root, "notes.rewrite.rebase", "true")
     return done
 
 
 def refuse_tracked(root: Path, d: Path) -> None:
     """A hooks folder inside the working tree (husky and the like) is committed: no machine path goes there."""
     real = d.resolve()
-    common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=root).strip()).resolve()
+    common = common_dir(root).resolve()
     top = Path(git("rev-parse", "--show-toplevel", cwd=root).strip()).resolve()
     if real == common or common in real.parents or top not in real.parents:
         return  # in the git directory or outside the checkout: never committed

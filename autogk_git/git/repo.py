@@ -4,7 +4,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from autogk_git.git.run import git, git_env, git_ok
+from autogk_git.git.run import git, git_env, git_ok, git_proc
+from autogk_git.git.worktrees import worktrees  # noqa: F401  (its home is worktrees.py)
 
 
 def rev(root: Path, spec: str) -> str | None:
@@ -32,12 +33,73 @@ def for_each_ref(root: Path, *patterns: str) -> list[tuple[str, str]]:
     return [tuple(line.split(" ", 1)) for line in out.splitlines() if line]  # type: ignore[misc]
 
 
-def update_ref(root: Path, ref: str, sha: str, message: str = "autogk") -> None:
-    git("update-ref", "-m", message, ref, sha, cwd=root)
+def all_refs(root: Path) -> dict[str, str]:
+    """{refname: object sha} of every ref."""
+    return dict(for_each_ref(root))
 
 
-def delete_ref(root: Path, ref: str) -> None:
-    git("update-ref", "-d", ref, cwd=root)
+def reachable(root: Path, commit: str) -> bool:
+    """True when some ref (a branch, a kept or archive ref) still reaches the commit."""
+    out = git_proc("for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)", cwd=root)
+    return out.returncode == 0 and bool(out.stdout.strip())
+
+
+def update_ref(root: Path, ref: str, sha: str, message: str | None = "autogk", old: str | None = None,
+               env: dict[str, str] | None = None) -> None:
+    """Point ref at sha; with old, only if it points there now (compare-and-swap). message None writes
+    git's own reflog line."""
+    git("update-ref", *(["-m", message] if message is not None else []), ref, sha, *([old] if old else []),
+        cwd=root, env=env)
+
+
+def delete_ref(root: Path, ref: str, old: str | None = None) -> None:
+    """Delete ref; with old, only if it points there now."""
+    git("update-ref", "-d", ref, *([old] if old else []), cwd=root)
+
+
+def head_ref(cwd: Path | None, inherit: bool = False) -> str | None:
+    """The ref HEAD points at (refs/heads/...), None when HEAD is detached. inherit: a hook asking about
+    the repository that runs it (GIT_DIR as git set it)."""
+    out = git_proc("symbolic-ref", "--quiet", "HEAD", cwd=cwd, inherit=inherit)
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def head_sha(cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> str:
+    """`rev-parse HEAD`; raises GitError when HEAD has no commit, unless check is off."""
+    return git("rev-parse", "HEAD", cwd=cwd, env=env, check=check).strip()
+
+
+def object_id(root: Path, spec: str, check: bool = True) -> str:
+    """The object id spec names (`COMMIT:path` for a file or folder at a commit); with check off, what
+    git prints when it does not resolve."""
+    return git("rev-parse", spec, cwd=root, check=check).strip()
+
+
+def point_head(cwd: Path, head: str, env: dict[str, str] | None = None) -> None:
+    """HEAD onto head: a ref (refs/...) makes it symbolic, a sha detaches it there."""
+    if head.startswith("refs/"):
+        git("symbolic-ref", "HEAD", head, cwd=cwd, env=env)
+    else:
+        git("update-ref", "--no-deref", "HEAD", head, cwd=cwd, env=env)
+
+
+def create_branch(root: Path, name: str, start: str, track: bool = False) -> None:
+    """A new branch at start; track: start is a remote-tracking branch it follows."""
+    git("branch", *(["--quiet", "--track"] if track else []), name, start, cwd=root)
+
+
+def object_kinds(root: Path, specs: list[str]) -> list[tuple[str, str]]:
+    """(object id, type) for each spec, in order, in one process; a spec that names nothing gives
+    (spec, 'missing')."""
+    if not specs:
+        return []
+    out = git("cat-file", "--batch-check=%(objectname) %(objecttype)", cwd=root, input="\n".join(specs) + "\n")
+    return [tuple(line.split(" ", 1)) if " " in line else (line, "") for line in out.splitlines()]  # type: ignore[misc]
+
+
+def hash_blob(root: Path, text: str) -> str:
+    """Store text as a blob; returns its id."""
+    return git("hash-object", "-w", "--stdin", cwd=root, input=text).strip()
 
 
 def cat_blobs(root: Path, shas: list[str]) -> dict[str, bytes]:
@@ -63,8 +125,14 @@ def notes_map(root: Path, notes_ref: str) -> dict[str, str]:
     """{annotated commit sha: note blob sha} for one notes ref."""
     if not git_ok("rev-parse", "--verify", "--quiet", notes_ref, cwd=root):
         return {}
-    out = git("notes", "--ref", notes_ref, "list", cwd=root)
-    pairs = (line.split() for line in out.splitlines() if line)
+    return list_notes(root, notes_ref)
+
+
+def list_notes(root: Path, notes_ref: str, check: bool = True) -> dict[str, str]:
+    """notes_map for a caller that knows the ref exists (one process less); with check off an absent
+    or broken ref gives {}."""
+    out = git("notes", "--ref", notes_ref, "list", cwd=root, check=check)
+    pairs = (line.split() for line in out.splitlines() if len(line.split()) == 2)
     return {commit: blob for blob, commit in pairs}
 
 
@@ -85,6 +153,22 @@ def read_note(root: Path, notes_ref: str, commit: str) -> str | None:
 
 def write_note(root: Path, notes_ref: str, commit: str, text: str) -> None:
     git("notes", "--ref", notes_ref, "add", "-f", "-F", "-", commit, cwd=root, input=text)
+
+
+def attach_note(root: Path, notes_ref: str, commit: str, blob: str) -> None:
+    """Make the blob (exactly, no message clean-up) commit's note, replacing any."""
+    git("notes", "--ref", notes_ref, "add", "-f", "-C", blob, commit, cwd=root)
+
+
+def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, str] | None = None) -> None:
+    """Drop the notes of commits (those without one are no error), in one process."""
+    git("notes", "--ref", notes_ref, "remove", "--ignore-missing", "--stdin", cwd=root,
+        input="\n".join(commits) + "\n", env=env)
+
+
+def merge_notes(root: Path, notes_ref: str, other: str, env: dict[str, str] | None = None) -> None:
+    """Merge the notes ref other into notes_ref; notes_ref's note wins where both annotate a commit."""
+    git("notes", "--ref", notes_ref, "merge", "--quiet", "-s", "ours", other, cwd=root, env=env)
 
 
 def commit_info(root: Path, shas: list[str]) -> dict[str, dict[str, str]]:
@@ -157,23 +241,6 @@ def changed_paths(root: Path, a: str, b: str) -> list[str]:
     file is a deletion and an addition here), mode and type changes, whatever the user's diff config."""
     out = git("diff-tree", "-r", "-z", "--no-renames", "--name-only", "--no-commit-id", a, b, cwd=root)
     return sorted({p for p in out.split("\0") if p})
-
-
-def worktrees(root: Path) -> list[dict[str, str]]:
-    """`git worktree list --porcelain` as dicts (worktree, HEAD, branch)."""
-    out = git("worktree", "list", "--porcelain", cwd=root)
-    items, cur = [], {}
-    for line in out.splitlines():
-        if not line:
-            if cur:
-                items.append(cur)
-            cur = {}
-            continue
-        k, _, v = line.partition(" ")
-        cur[k] = v
-    if cur:
-        items.append(cur)
-    return items
 
 
 def is_clean(root: Path, *paths: str) -> bool:

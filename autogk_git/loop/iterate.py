@@ -12,7 +12,7 @@ from typing import Any
 from autogk_git.agents import get_agent, resolve_kind
 from autogk_git.agents.pricing import add_usage
 from autogk_git.errors import AgentError
-from autogk_git.git import repo
+from autogk_git.git import repo, worktrees
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import running_bench_pid
 from autogk_git.loop.lock import RepoLock
@@ -86,7 +86,7 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
     # Worktrees whose branch is gone (a kill between the two deletions).
     wt_dir = project.state_dir / "worktrees"
     if wt_dir.is_dir():
-        live = {p.get("worktree") for p in repo.worktrees(project.root)}
+        live = {p.get("worktree") for p in worktrees.worktrees(project.root)}
         for p in wt_dir.iterdir():
             if p.name.startswith(target + "-") and (str(p) not in live or not (p / ".git").exists()):
                 ex.remove_worktree(project, p)

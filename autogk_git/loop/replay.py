@@ -11,8 +11,8 @@ import re
 from typing import Any
 
 from autogk_git.errors import GitError
-from autogk_git.git import repo
-from autogk_git.git.run import git, identity_env
+from autogk_git.git import commits, index, merges, repo, worktrees
+from autogk_git.git.run import identity_env
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import LOOP_ENV
 from autogk_git.project import Project
@@ -33,19 +33,19 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
     """
     wt = ex.worktree_path(project, target, number)
     ex.remove_worktree(project, wt)
-    git("worktree", "add", "-q", "--detach", str(wt), tip, cwd=project.root)
+    worktrees.add_worktree(project.root, wt, tip, detach=True)
     try:
         try:
-            git("cherry-pick", "--no-commit", "-X", "theirs", sha, cwd=wt)
+            merges.apply_change(wt, sha)
         except GitError:
             return None, "the change does not apply there"
-        if not [p for p in git("diff", "--cached", "--name-only", cwd=wt).splitlines() if p]:
+        if not index.staged_names(wt):
             return None, "the trunk already holds this change"
-        tree = git("write-tree", cwd=wt).strip()
-        kernel = git("rev-parse", f"{tree}:{project.target(target).rel}", cwd=wt).strip()
+        tree = index.write_tree(wt)
+        kernel = repo.object_id(wt, f"{tree}:{project.target(target).rel}")
         if avoid and kernel in avoid:
             return None, f"replayed there it is the same kernel as #{avoid[kernel]:04d}, measured already or now"
-        message = git("log", "-1", "--format=%B", sha, cwd=project.root)
+        message = commits.message(project.root, sha)
         lines = [f"Autogk-Parent: {tip}" if ln.startswith("Autogk-Parent:") else ln
                  for ln in message.rstrip().splitlines()]
         body = message.rstrip().split("\n\n")
@@ -55,16 +55,15 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
             lines.append(f"Autogk-Parent: {tip}")
         lines.append(f"Autogk-Rebased-From: {sha}")  # same trailer block: the last paragraph
         env = {LOOP_ENV: "1", **identity_env(project.root)}
-        git("commit", "-q", "--no-verify", "-F", "-", cwd=wt, input="\n".join(lines) + "\n", env=env)
+        commits.commit(wt, "\n".join(lines) + "\n", env=env, verify=False)
         new = repo.rev(wt, "HEAD")
-        git("update-ref", "-m", "autogk: replay onto the moved trunk", refs.branch(branch), new, sha,
-            cwd=project.root)
+        repo.update_ref(project.root, refs.branch(branch), new, "autogk: replay onto the moved trunk", old=sha)
         plan = repo.read_note(project.root, refs.NOTES_PLANS, sha)
         if plan:
             ex.write_plan(project, new, plan)
         return new, ""
     finally:
-        git("cherry-pick", "--abort", cwd=wt, check=False)
+        merges.abort_cherry_pick(wt)
 
 
 def refresh_if_stale(project: Project, target: str, number: int, branch: str, sha: str,

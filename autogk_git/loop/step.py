@@ -18,7 +18,7 @@ from typing import Any
 from autogk_git import tunables
 from autogk_git.agents.base import Context
 from autogk_git.errors import AutogkError
-from autogk_git.git.run import git
+from autogk_git.git import index
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.project import Project, Target
@@ -98,9 +98,9 @@ class Opened:
 
 def staged_tree(wt: Path, rel: str) -> str | None:
     """The tree the target's folder would have if the worktree were committed now."""
-    git("add", "-A", "--", rel, cwd=wt)
+    index.stage_all(wt, rel)
     try:
-        return git("write-tree", f"--prefix={rel}/", cwd=wt).strip() or None
+        return index.write_tree(wt, prefix=f"{rel}/") or None
     except AutogkError:
         return None
 

@@ -6,7 +6,6 @@ from typing import Any, Callable
 
 from autogk_git.errors import AutogkError
 from autogk_git.git import repo
-from autogk_git.git.run import git
 from autogk_git.project import Project
 from autogk_git.record import notes, refs
 
@@ -60,7 +59,7 @@ def ensure_trunk(project: Project, say: Say) -> str:
     head = repo.rev(project.root, "HEAD")
     if not head:
         raise AutogkError("the repository has no commits", "commit the project first: git add -A && git commit")
-    git("branch", project.trunk, head, cwd=project.root)
+    repo.create_branch(project.root, project.trunk, head)
     say(f"created trunk branch '{project.trunk}' at {head[:10]}")
     return head
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
-from autogk_git.git.run import git
 from autogk_git.project import Target
 from autogk_git.record.results import was_measured
 
@@ -39,13 +38,8 @@ def trees(root: Path, commits: list[str], rel: str) -> dict[str, str]:
     commits = list(dict.fromkeys(c for c in commits if c))
     if not commits:
         return {}
-    text = git("cat-file", "--batch-check", cwd=root, input="".join(f"{c}:{rel}\n" for c in commits))
-    out = {}
-    for c, line in zip(commits, text.splitlines()):
-        parts = line.split()
-        if len(parts) >= 2 and parts[1] == "tree":
-            out[c] = parts[0]
-    return out
+    kinds = repo.object_kinds(root, [f"{c}:{rel}" for c in commits])
+    return {c: sha for c, (sha, kind) in zip(commits, kinds) if kind == "tree"}
 
 
 def measured(root: Path, rel: str, numbered: dict[int, list[str]]) -> dict[str, int]:

@@ -18,8 +18,7 @@ from typing import Any
 from autogk_git.record import notes, refs, summaries
 from autogk_git.record.figures import (RATIO_KEYS, coverage_text, geomean, judged_all,  # noqa: F401 - the API
                                       latencies, ratio_vs_parent)
-from autogk_git.git import repo
-from autogk_git.git.run import git
+from autogk_git.git import commits, repo, worktrees
 
 
 @dataclass
@@ -59,8 +58,7 @@ CACHE_VERSION = 4
 
 
 def _cache_path(root) -> Path:
-    common = Path(git("rev-parse", "--git-common-dir", cwd=root).strip())
-    return (common if common.is_absolute() else Path(root) / common) / "autogk" / "history-cache.json"
+    return worktrees.common_dir(Path(root)) / "autogk" / "history-cache.json"
 
 
 def _load_cache(root) -> tuple[Path, dict[str, Any]]:
@@ -103,8 +101,7 @@ def notes_index(root) -> dict[str, dict[str, Any]]:
     if cache.get("notes_tip") == tip and isinstance(cache.get("map"), dict):
         nmap = cache["map"]
     else:
-        out = git("notes", "--ref", refs.NOTES_RESULTS, "list", cwd=root)
-        nmap = {commit: blob for blob, commit in (line.split() for line in out.splitlines() if line)}
+        nmap = repo.list_notes(root, refs.NOTES_RESULTS)
         cache.update(notes_tip=tip, map=nmap)
         dirty = True
     short = summaries.read(root, nmap) if tips.get(refs.NOTES_SUMMARIES) else {}
@@ -229,10 +226,8 @@ def trunk_merges(root: Path, trunk: str) -> dict[str, str]:
     """{merged commit: merge commit on the trunk's first-parent line}, in one git process."""
     if not repo.rev(root, refs.branch(trunk)):
         return {}
-    out = git("log", "--first-parent", "--merges", "--format=%H %P", refs.branch(trunk), cwd=root)
     merged = {}
-    for line in out.splitlines():
-        parts = line.split()
+    for parts in commits.first_parent_merges(root, refs.branch(trunk)):
         for p in parts[2:]:
             merged.setdefault(p, parts[0])
     return merged

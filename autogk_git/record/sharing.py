@@ -23,19 +23,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autogk_git.git import repo
-from autogk_git.git.run import git, git_ok, git_proc, identity_env
+from autogk_git.git import remotes as git_remotes, repo, settings
+from autogk_git.git.run import identity_env
 
 from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, remote_notes_prefix, NOTES_PREFIX
 
 
-def remotes(root: Path) -> list[str]:
-    return [r for r in git("remote", cwd=root).splitlines() if r]
-
-
-def _values(root: Path, key: str) -> list[str]:
-    out = git("config", "--get-all", key, cwd=root, check=False)
-    return [v for v in out.splitlines() if v]
+# The commands ask these of sharing, where the rest of a remote's story is told.
+remotes = git_remotes.names
+url = git_remotes.url
 
 
 def fetch_refspecs(remote: str) -> list[str]:
@@ -48,35 +44,29 @@ def setup(root: Path, remote: str | None = None) -> list[str]:
     done = []
     for name in names:
         added = []
-        have = _values(root, f"remote.{name}.fetch")
+        have = settings.values(root, f"remote.{name}.fetch")
         for spec in fetch_refspecs(name):
             if spec not in have:
-                git("config", "--add", f"remote.{name}.fetch", spec, cwd=root)
+                settings.add(root, f"remote.{name}.fetch", spec)
                 added.append(f"fetch {spec}")
         if added:
             done.append(f"remote {name}: git fetch now carries autogk's notes and experiment refs "
                         f"({'; '.join(added)})")
-        pushes = _values(root, f"remote.{name}.push")
+        pushes = settings.values(root, f"remote.{name}.push")
         if all(spec in pushes for spec in PUSH[1:]):
             # Set by an earlier autogk: it changed what a plain `git push` sends. Put git's default back.
             mine = [spec for spec in pushes if spec in PUSH]
             for spec in mine:
-                git("config", "--fixed-value", "--unset-all", f"remote.{name}.push", spec, cwd=root, check=False)
+                settings.unset_value(root, f"remote.{name}.push", spec)
             done.append(f"remote {name}: removed the push settings an earlier autogk added "
                         f"({', '.join(mine)}); a plain `git push` is git's own again. Share notes with: "
                         f"autogk sync --push --remote {name}")
     return done
 
 
-def url(root: Path, remote: str) -> str | None:
-    """The remote's fetch URL, or None when there is no such remote."""
-    out = git_proc("remote", "get-url", remote, cwd=root)
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
 def add(root: Path, remote: str, where: str) -> list[str]:
     """`git remote add`, then autogk's fetch refspecs on it. Returns what was done."""
-    git("remote", "add", remote, where, cwd=root)
+    git_remotes.add(root, remote, where)
     return [f"added remote {remote} ({where})", *setup(root, remote)]
 
 
@@ -87,8 +77,7 @@ def push_command(remote: str) -> str:
 
 def push(root: Path, remote: str) -> str:
     """Push the notes and experiment refs (fetch and merge first, so the notes push fast-forwards)."""
-    specs = list(PUSH[1:])
-    git("push", "--quiet", remote, *specs, cwd=root)
+    git_remotes.push(root, remote, list(PUSH[1:]))
     return f"pushed autogk's notes and experiment refs to {remote}"
 
 
@@ -97,8 +86,7 @@ def missing_commits(root: Path, commits: list[str]) -> set[str]:
     collected; or never pushed): git copies notes onto the new commits but keeps the old ones' notes."""
     if not commits:
         return set()
-    out = git("cat-file", "--batch-check=%(objectname) %(objecttype)", cwd=root, input="\n".join(commits) + "\n")
-    return {c for c, line in zip(commits, out.splitlines()) if not line.endswith(" commit")}
+    return {c for c, (_, kind) in zip(commits, repo.object_kinds(root, commits)) if kind != "commit"}
 
 
 def empty_history_hint(root: Path) -> str:
@@ -113,18 +101,17 @@ def empty_history_hint(root: Path) -> str:
 
 def remote_has_notes(root: Path, remote: str) -> bool:
     """True when the remote holds autogk notes (False, too, when it cannot be asked)."""
-    out = git_proc("ls-remote", remote, NOTES_PREFIX + "*", cwd=root)
-    return out.returncode == 0 and bool(out.stdout.strip())
+    return git_remotes.has_refs(root, remote, NOTES_PREFIX + "*")
 
 
 def is_setup(root: Path, remote: str) -> bool:
-    have = _values(root, f"remote.{remote}.fetch")
+    have = settings.values(root, f"remote.{remote}.fetch")
     return all(spec in have for spec in fetch_refspecs(remote))
 
 
 def fetch(root: Path, remote: str) -> str:
     """Fetch the remote's notes and experiment refs (works before `setup` too), then merge the notes."""
-    git("fetch", "--quiet", remote, *fetch_refspecs(remote), cwd=root)
+    git_remotes.fetch(root, remote, fetch_refspecs(remote))
     merged = merge_notes(root, remote)
     return f"fetched autogk notes and refs from {remote}" + (f"; merged notes: {', '.join(merged)}" if merged else "")
 
@@ -136,8 +123,8 @@ def merge_notes(root: Path, remote: str) -> list[str]:
     for name, sha in repo.for_each_ref(root, prefix):
         local = NOTES_PREFIX + name[len(prefix):]
         have = repo.rev(root, local)
-        if have == sha or (have and git_ok("merge-base", "--is-ancestor", sha, have, cwd=root)):
+        if have == sha or (have and repo.is_ancestor(root, sha, have)):
             continue
-        git("notes", "--ref", local, "merge", "--quiet", "-s", "ours", name, cwd=root, env=identity_env(root))
+        repo.merge_notes(root, local, name, env=identity_env(root))
         merged.append(local.rsplit("/", 1)[-1])
     return merged

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
-from autogk_git.git.run import git
 from autogk_git.record import notes, refs
 from autogk_git.record.figures import coverage_text, geomean, judged_all, latencies, ratio_vs_parent
 
@@ -39,8 +38,8 @@ def write_result(root: Path, result: dict[str, Any]) -> str:
     The note is stored as an exact blob (hash-object, then notes add -C) so its id is known without
     reading it back and no message clean-up can change it."""
     commit = result["commit"]
-    blob = git("hash-object", "-w", "--stdin", cwd=root, input=notes.format_result(result)).strip()
-    git("notes", "--ref", refs.NOTES_RESULTS, "add", "-f", "-C", blob, commit, cwd=root)
+    blob = repo.hash_blob(root, notes.format_result(result))
+    repo.attach_note(root, refs.NOTES_RESULTS, commit, blob)
     summary = {"v": VERSION, "commit": commit, "note": blob, "digest": digest(result)}
     repo.write_note(root, refs.NOTES_SUMMARIES, commit, json.dumps(summary, separators=(",", ":")) + "\n")
     return blob
@@ -50,8 +49,7 @@ def read(root: Path, results_map: dict[str, str]) -> dict[str, dict[str, Any]]:
     """{commit: digest} for the commits whose summary matches their current result note.
 
     `results_map` is {commit: result note blob} (the results ref's `git notes list`)."""
-    out = git("notes", "--ref", refs.NOTES_SUMMARIES, "list", cwd=root, check=False)  # absent ref: nothing
-    smap = {commit: blob for blob, commit in (line.split() for line in out.splitlines() if len(line.split()) == 2)}
+    smap = repo.list_notes(root, refs.NOTES_SUMMARIES, check=False)  # absent ref: nothing
     wanted = {c: b for c, b in smap.items() if c in results_map}
     order = sorted(set(wanted.values()))
     blobs = repo.cat_blobs(root, order)

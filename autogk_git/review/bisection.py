@@ -28,8 +28,7 @@ from typing import Any, Callable
 from autogk_git.record import kernels, ledger, notes, refs
 from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError
-from autogk_git.git import repo
-from autogk_git.git.run import git, git_proc
+from autogk_git.git import commits, merges, repo, worktrees
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 Say = Callable[[str], None]
@@ -181,7 +180,7 @@ def step(state_path: str) -> int:
     """One `git bisect run` step: judge HEAD of the bisect worktree; exit 0 good, 1 bad, 125 skip."""
     state = json.loads(Path(state_path).read_text())
     try:
-        head = git("rev-parse", "HEAD", cwd=Path.cwd()).strip()
+        head = repo.head_sha(Path.cwd())
         res = judge(Path(state["root"]), head, state, lambda s: print(f"autogk bisect: {s}", flush=True))
     except Exception as e:  # noqa: BLE001 - broken infrastructure aborts the bisect rather than blaming a commit
         res = {"commit": "HEAD", "verdict": "abort", "code": ABORT + 1, "why": f"{type(e).__name__}: {e}"[:500]}
@@ -230,7 +229,7 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
     if not repo.is_ancestor(root, g, b):
         raise AutogkError(f"GOOD ({good}) is not an ancestor of BAD ({bad})",
                           f"pick GOOD from `git log --first-parent {bad}`")
-    line = [c for c in git("rev-list", "--first-parent", f"{g}..{b}", cwd=root).split() if c]
+    line = commits.first_parent_line(root, g, b)
     if not line or b not in line:
         raise AutogkError("nothing to bisect between GOOD and BAD", "check the two revisions")
     from autogk_git.bench.backends import get_backend
@@ -277,19 +276,16 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
             return Outcome(None, mode, [g_res, b_res], *_counts([g_res, b_res]),
                            f"BAD ({bad}) is not bad ({b_res['verdict']}: {b_res['why']}): nothing to find")
         wt = Path(tmp) / "wt"
-        git("worktree", "add", "--quiet", "--detach", str(wt), b, cwd=root)
+        worktrees.add_worktree(root, wt, b, detach=True)
         try:
-            git("bisect", "start", "--first-parent", b, g, cwd=wt)
-            proc = git_proc("bisect", "run", sys.executable, "-m", "autogk_git.review.bisection", "step",
-                            str(state_path), cwd=wt)
+            proc = merges.bisect_first_parent(wt, b, g, sys.executable, "-m", "autogk_git.review.bisection", "step",
+                                              str(state_path))
             out = proc.stdout + proc.stderr
             for ln in out.splitlines():
                 if ln.startswith("autogk bisect:"):
                     say(ln[len("autogk bisect: "):])
-            git_proc("bisect", "reset", "--quiet", cwd=wt)
         finally:
-            git_proc("worktree", "remove", "--force", str(wt), cwd=root)
-            git("worktree", "prune", cwd=root)
+            worktrees.remove_worktree(root, wt)
         steps = [g_res] + _journal(state)
     first = None
     candidates: list[str] = []

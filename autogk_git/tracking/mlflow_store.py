@@ -211,9 +211,7 @@ TAG_SUPERSEDED = "autogk.superseded_by"
 
 def live(root: Path, commit: str) -> bool:
     """True when some ref (a branch, a kept or archive ref) still reaches the commit."""
-    from autogk_git.git.run import git_proc
-    out = git_proc("for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)", cwd=root)
-    return out.returncode == 0 and bool(out.stdout.strip())
+    return repo.reachable(root, commit)
 
 
 def supersede(client, exp_id: str, root: Path, result: dict[str, Any]) -> list[str]:
@@ -413,7 +411,7 @@ SYNC_CHUNK = 500   # runs written per database transaction
 
 def _run_files(project, results: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     """{commit: {artifact name: text}} for many results in a few git processes (not four per result)."""
-    from autogk_git.git.run import git
+    from autogk_git.git import commits
     files: dict[str, dict[str, str]] = {r["commit"]: {} for r in results}
     specs = {f"{r['commit']}:{project.target_rel(r['target'])}/kernel.py": r["commit"] for r in results}
     blobs = repo.cat_blobs(project.root, list(specs))
@@ -427,8 +425,7 @@ def _run_files(project, results: list[dict[str, Any]]) -> dict[str, dict[str, st
         # One diff-tree for all pairs. A line "COMMIT PARENT" diffs PARENT -> COMMIT (the ids after the
         # first stand for its parents); with --always each diff, empty or not, follows a line holding
         # COMMIT, in input order.
-        out = git("diff-tree", "--always", "--stdin", "-p", "--", project.target_rel(target), cwd=project.root,
-                  input="".join(f"{r['commit']} {r['parent']}\n" for r in pairs))
+        out = commits.patches(project.root, [(r["commit"], r["parent"]) for r in pairs], project.target_rel(target))
         k, current = -1, None
         for line in out.splitlines(keepends=True):
             if k + 1 < len(pairs) and line.rstrip("\n") == pairs[k + 1]["commit"]:
