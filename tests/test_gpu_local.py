@@ -180,7 +180,8 @@ def test_a_candidate_wrong_on_a_screen_workload_stops_the_one_job_there(project)
     stage = bench["stages"]["ab"]
     assert list(bench["stages"]) == ["ab"] and not bench["correct"]
     cand_st = {n_of[u]: w["status"] for u, w in stage["workloads"]["candidate"].items()}
-    assert cand_st[50] == "INCORRECT_NUMERICAL" and cand_st[4096] == "PASSED"
+    # 4096 may fail too: its unlisted-shape check (a size between the listed ones) is masked as well.
+    assert cand_st[50] == "INCORRECT_NUMERICAL" and cand_st[4096] in ("PASSED", "INCORRECT_NUMERICAL")
     assert {cand_st[n] for n in (100, 333, 1000)} == {"NOT_RUN"}
     assert {w["status"] for w in stage["workloads"]["parent"].values()} == {"NOT_RUN"}
     assert stage["ab"]["rounds"] == 0 and stage["ab"]["stopped"] == "screen failed"

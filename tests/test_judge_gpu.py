@@ -53,7 +53,9 @@ def test_work_off_the_callers_stream_while_timed_is_a_stream_order_status():
     # which is what the caller's stream sees of work left on a side stream. At 16M (~85 us) the two
     # were close enough on the H200 that 1 run in 3 passed the cheat (2026-11-30).
     huge = dict(BIG, uuid="00000000-0000-4000-8000-0000000000b3", axes={"n": 1 << 26})
-    out = run("stride", {"candidate": src("side_stream_when_timed")}, [huge])
+    # Without the stress sets: their correctness calls catch this kernel before it is timed, and the
+    # point here is the timed window's own check.
+    out = run("stride", {"candidate": src("side_stream_when_timed")}, [huge], stress=False)
     r = out["labels"]["candidate"][huge["uuid"]]
     # Seen either way: as device time the caller's stream did not wait for, or as a kernel that ran
     # after the last timed call, beside the outputs' snapshot copies.

@@ -315,10 +315,12 @@ def test_the_judge_draws_inputs_no_kernel_can_replay(tmp_path):
          "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu", "repeat_checks": False},
          "sources": {"candidate": {"kernel.py": src}}}
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", AUTOGK_SANDBOX="0")  # the kernel writes where the test reads
+    firsts = []
     for _ in range(2):
+        before = len(log.read_text().split()) if log.exists() else 0
         assert runner.run_worker(j, env, 300)["labels"]["candidate"][WLS[0]["uuid"]]["status"] == "PASSED"
-    first, second = log.read_text().split()
-    assert first != second
+        firsts.append(log.read_text().split()[before])  # the run's first call: its first input set
+    assert firsts[0] != firsts[1]
 
 
 def test_a_name_added_to_a_sealed_class_or_a_thread_is_tampering():

@@ -80,6 +80,9 @@ def main(argv: list[str]) -> int:
             raise KernelFailure(Status.TAMPERED, f"while timed: {tampered()}")
 
     conn = Connection(fd)
+    if device.startswith("cuda"):  # CUDA's own start-up, before the sandbox: on the H200 a context made
+        torch.zeros(1, device=device)  # inside it failed ("invalid argument to exchangeDevice")
+        torch.cuda.synchronize()
     # From here on the process reads only libraries, its own folder, /dev, /proc and /sys, and writes
     # only its folder, caches and /dev: the job, the judge's record and the repository are out of reach.
     confined = sandbox.restrict(*sandbox.kernel_paths(kdir)) if os.environ.get("AUTOGK_SANDBOX", "1") != "0" \

@@ -191,7 +191,12 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
 def _term(signum, frame) -> None:  # noqa: ARG001
     """The runner's SIGTERM (its limit) or its death (PR_SET_PDEATHSIG): end every kernel process first."""
     end_children()
+    for d in _TEMP:  # main's own clean-up never runs after this
+        shutil.rmtree(d, ignore_errors=True)
     os._exit(128 + signum)
+
+
+_TEMP: list[Path] = []  # the judge's temp folder, for _term
 
 
 T_START = time.perf_counter()
@@ -243,6 +248,7 @@ def main(argv: list[str]) -> int:
             os.fsync(progress.fileno())
 
     tmp = Path(tempfile.mkdtemp(prefix="autogk-worker-"))
+    _TEMP.append(tmp)
     hygiene.mark_owner(tmp)
     try:
         remote = start_kernels(job, tmp / "kernels", device, emit, only)  # first: they import meanwhile
