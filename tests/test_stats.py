@@ -97,6 +97,8 @@ def test_classify_is_the_verdict_rule():
 def test_the_rounds_stop_on_a_keep_only_when_every_workload_is_within_the_guard():
     steady = [math.log(0.9) + 0.002 * (-1) ** k for k in range(5)]
     wide = [math.log(0.9) + 0.4 * (-1) ** k for k in range(5)]
-    assert stats.workloads_within({"a": steady, "b": steady}, 0.95, 6, 0.02)
-    assert not stats.workloads_within({"a": steady, "b": wide}, 0.95, 6, 0.02)
-    assert not stats.workloads_within({"a": steady, "b": steady[:1]}, 0.95, 6, 0.02)  # one round bounds nothing
+    slower = [math.log(1.2) + 0.002 * (-1) ** k for k in range(5)]
+    assert stats.workload_bounds({"a": steady, "b": steady}, 0.95, 6, 0.02) == "within"
+    assert stats.workload_bounds({"a": steady, "b": wide}, 0.95, 6, 0.02) == "wide"
+    assert stats.workload_bounds({"a": steady, "b": steady[:1]}, 0.95, 6, 0.02) == "wide"  # one round bounds nothing
+    assert stats.workload_bounds({"a": wide, "b": slower}, 0.95, 6, 0.02) == "slower"  # the guard reverts anyway

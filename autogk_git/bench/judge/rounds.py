@@ -235,10 +235,13 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                  f"{cand.label}/{base.label} so far {math.exp(math.fsum(means) / len(means)):.4f}")
         if seq is not None and round_logs:
             why = seq.add(means[-1])
-            if (why == stats.KEEP and len(seq.log_ratios) < seq.max_rounds and not stats.workloads_within(
-                    {u: f["log_ratio"] for u, f in fig.items() if u not in failures}, seq.confidence,
-                    len(seq.looks), float(settings.get("guard", 0.02)))):
-                seq.stopped = None  # faster on the whole, but a workload's bound is still too wide: more rounds
-            elif why:
+            if len(seq.log_ratios) in seq.looks and len(seq.log_ratios) < seq.max_rounds:
+                bounds = stats.workload_bounds({u: f["log_ratio"] for u, f in fig.items() if u not in failures},
+                                               seq.confidence, len(seq.looks), float(settings.get("guard", 0.02)))
+                if why == stats.KEEP and bounds == "wide":
+                    seq.stopped = why = None  # faster on the whole, but a workload is still too wide to say
+                elif why is None and bounds == "slower":
+                    seq.stopped = why = "guard"  # a workload is surely slower: the guard reverts, stop here
+            if why:
                 break
     return fig, failures, timers["main"].bandwidth()

@@ -191,15 +191,24 @@ class Sequential:
                 "min_effect": self.min_effect, "round_log_ratios": list(self.log_ratios)}
 
 
-def workloads_within(log_ratios: dict[str, Sequence[float]], confidence: float, looks: int, guard: float) -> bool:
-    """Every workload's upper bound on t_candidate / t_parent within 1 + guard, one-sided at `confidence`
-    over the run (Bonferroni over the looks): what a keep needs of each workload (loop/guard.py), so
-    the rounds do not stop on the geomean while one workload is still too wide to say."""
+def workload_bounds(log_ratios: dict[str, Sequence[float]], confidence: float, looks: int, guard: float) -> str:
+    """What the workloads' intervals on t_candidate / t_parent say of a keep, one-sided at `confidence`
+    over the run (Bonferroni over the looks), as the verdict reads them (loop/guard.py): "within" (every
+    upper bound within 1 + guard), "slower" (some lower bound past it: the guard reverts, whatever more
+    rounds show) or "wide" (neither yet). So the rounds neither stop on the geomean while a workload is
+    still too wide to say, nor go on once one is surely slower."""
     level = max(0.0, 1.0 - 2.0 * (1.0 - confidence) / max(1, looks))
+    edge, state = math.log1p(guard), "within"
     for lrs in log_ratios.values():
-        if len(lrs) < 2 or mean_interval(list(lrs), level)[2] > math.log1p(guard):
-            return False
-    return True
+        if len(lrs) < 2:
+            state = "wide"
+            continue
+        _, lo, hi = mean_interval(list(lrs), level)
+        if lo > edge:
+            return "slower"
+        if hi > edge:
+            state = "wide"
+    return state
 
 
 def median(values: Sequence[float]) -> float:
