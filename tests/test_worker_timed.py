@@ -288,14 +288,20 @@ def test_a_kernel_that_slows_the_clock_once_timed_is_not_faster_but_tampered():
     assert p["status"] == "PASSED"
 
 
+def against_sleeps_honest(candidate: str) -> tuple[dict, dict]:
+    """An ab job on one small workload: the planted kernel against the honest one that does its work
+    (6 timed calls a round, 2 warm-up calls); (the result, the candidate's record)."""
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
+    j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": _cheat(candidate)}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    return out, out["labels"]["candidate"][WLS[4]["uuid"]]
+
+
 def test_work_left_past_the_timed_window_is_not_a_speedup():
     # The candidate does the parent's work, but in a timed batch it only remembers the calls and does
     # them in the untimed calls after the window. Its outputs are right by the end of the request;
     # they were not at the end of the window, which is what the judge reads now.
-    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
-    j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": _cheat("defers_past_window")}
-    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
-    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    out, c = against_sleeps_honest("defers_past_window")
     assert c["status"] in ("INCORRECT_NUMERICAL", "STREAM_ORDER"), c
     assert "timed window" in c["message"], c
     assert c.get("ratio_vs_parent") is None
@@ -343,10 +349,7 @@ def test_a_clock_patched_inside_the_timed_window_and_put_back_changes_no_figure(
     # ends (on the old code: PASSED at 0.33). Patched during the warm-up, the seal's check right before
     # the window sees it (TAMPERED); patched inside the window, the timer reads the clock it bound
     # before the window, so the figure is the honest one. Either way no false speedup comes out.
-    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
-    j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": _cheat("patches_clock_in_window")}
-    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
-    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    _, c = against_sleeps_honest("patches_clock_in_window")
     assert c["status"] in ("TAMPERED", "PASSED"), c
     assert c.get("ratio_vs_parent") is None if c["status"] == "TAMPERED" else c["ratio_vs_parent"] > 0.8, c
 

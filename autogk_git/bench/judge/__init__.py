@@ -10,6 +10,7 @@ of autogk outside this folder. Its rooms:
     kernel_process.py  a kernel's own process: imports the kernel, answers the judge's requests
     calls.py           how a kernel is called and timed: the one module both processes import
     seal.py            the kernel process's fingerprint of what calls and times the kernel
+    sandbox.py         the kernel process's Landlock domain: what it may read, write and signal
     timer.py           the device timers (CUPTI, CUDA graphs, events) and the L2 flush
     rules.py           how outputs are judged: exact, tolerance, top-k set by score
     stress.py          stress input sets (scaled rows, outliers, zero rows) and unlisted shapes

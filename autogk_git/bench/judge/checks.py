@@ -48,19 +48,9 @@ def set_target(module) -> None:
 
 def alloc_outputs(definition: dict, axes: dict, device: str, poison_seed: int) -> list[torch.Tensor]:
     """Fresh outputs filled with poison, so a kernel that skips part of them cannot pass."""
-    outs = []
-    for spec in definition["outputs"].values():
-        shape = shape_of(spec, axes) or []
-        dtype = DTYPES[spec["dtype"]]
-        t = torch.empty(shape, dtype=dtype, device=device)
-        if dtype.is_floating_point:
-            t.fill_(float("nan"))
-        elif dtype == torch.bool:
-            t.fill_(poison_seed % 2 == 0)
-        else:
-            info = torch.iinfo(dtype)
-            t.fill_(info.min if poison_seed % 2 == 0 else info.max)
-        outs.append(t)
+    outs = [torch.empty(shape_of(spec, axes) or [], dtype=DTYPES[spec["dtype"]], device=device)
+            for spec in definition["outputs"].values()]
+    poison(outs, poison_seed)
     return outs
 
 

@@ -1,5 +1,5 @@
 """A kernel's own process: imports one kernel and runs it on what the judge sends. Of the judge it
-imports only `calls` (with the timer, hygiene, stats and statuses it needs) and `seal`.
+imports only `calls` (with the timer, hygiene, stats and statuses it needs), `seal` and `sandbox`.
 
     launch.command("kernel_process", [FD, KERNEL_DIR, ALIAS, DEVICE, MEM_LIMIT_BYTES, WARM_PROFILER, TIMER])
 
@@ -13,7 +13,9 @@ Before any of the kernel's code runs: this process dies with the judge, is cappe
 (RLIMIT_AS, CPU only: a CUDA context reserves more address space than any sensible cap), has
 imported the judge's helpers and timers and made its device timer, and has sealed them (`Seal`): a
 kernel that replaces one of their functions, constants or the timer's state, or a library function
-the timer calls, fails every request from then on with TAMPERED.
+the timer calls, adds a name to a sealed class, or leaves a Python thread running, fails every request
+from then on with TAMPERED. Then, CUDA started, it enters its sandbox (`sandbox.restrict`) and imports
+the kernel.
 Requests:
     ("call", inputs, outputs)                         -> ("ok",) | ("not_dps", what) | ("error", status, message)
     ("time", sets, outs, snaps, warm, warm_outs, method, settings)
