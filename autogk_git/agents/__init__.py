@@ -1,15 +1,14 @@
 """Agents propose one change per experiment. Registry by key; SDKs are imported lazily."""
 from __future__ import annotations
 
-import os
-
+from autogk_git import env
 from autogk_git.agents.base import Agent
 from autogk_git.errors import ConfigError
 
 
 def resolve_kind(kind: str) -> str:
     if kind == "auto":
-        return "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "tune"
+        return "anthropic" if env.has_anthropic_api_key() else "tune"
     return kind
 
 
