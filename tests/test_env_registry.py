@@ -163,3 +163,47 @@ def test_secrets_never_reach_doctor_output(monkeypatch, tmp_path):
     assert info["anthropic_api_key"] is True
     for secret in ("sk-ant-secret-value-1234", "ak-modal-id-5678", "as-modal-secret-9012"):
         assert secret not in text
+
+
+# ------------------------------------------------------------------------------------------------
+# Registries
+# ------------------------------------------------------------------------------------------------
+
+def test_an_unknown_backend_lists_every_registered_one():
+    from autogk_git import config as config_mod
+    from autogk_git.bench import backends
+    from autogk_git.errors import ConfigError
+
+    assert set(backends.BACKENDS) >= {"interpret", "local", "modal"}
+    with pytest.raises(ConfigError) as e:
+        backends.get_backend("nosuch", config_mod.parse({}))
+    assert "unknown backend 'nosuch'" in e.value.message
+    for key in ["auto", *backends.BACKENDS]:
+        assert key in e.value.hint, key
+    assert "[bench] backend" in e.value.hint
+
+
+def test_an_unknown_agent_lists_every_registered_one():
+    from autogk_git import agents
+    from autogk_git import config as config_mod
+    from autogk_git.errors import ConfigError
+
+    assert set(agents.AGENTS) >= {"tune", "anthropic", "command"}
+    with pytest.raises(ConfigError) as e:
+        agents.get_agent("nosuch", config_mod.parse({}))
+    assert "unknown agent 'nosuch'" in e.value.message
+    for key in agents.AGENTS:
+        assert key in e.value.hint, key
+    assert "--agent" in e.value.hint
+
+
+def test_a_registered_key_builds_its_object_lazily():
+    """The registry holds import paths, not classes: building the tune agent imports no SDK."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from autogk_git import agents, config; from autogk_git.bench import backends; "
+            "a = agents.get_agent('tune', config.parse({})); b = backends.get_backend('interpret', config.parse({})); "
+            "print(type(a).__name__, b.name, [m for m in ('anthropic', 'mlflow', 'modal') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["TuneAgent", "interpret", "[]"]
