@@ -8,7 +8,7 @@ import traceback
 
 import click
 
-from autogk_git import __version__
+from autogk_git import __version__, env
 from autogk_git.errors import AutogkError
 
 # name -> "module:function"; each module holds one subcommand.
@@ -87,18 +87,13 @@ def quiet_libraries(verbose: int) -> None:
         logging.getLogger(name).setLevel(level)
 
 
-def _env_verbosity() -> int:
-    raw = os.environ.get("AUTOGK_VERBOSE", "").strip().lower()
-    return 1 if raw in ("true", "yes", "on") else int(raw) if raw.isdigit() else 0
-
-
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autogk")
 @click.option("-v", "--verbose", count=True,
               help="show the libraries' own log lines (MLflow's); -vv: debug (also AUTOGK_VERBOSE=1)")
 def cli(verbose: int) -> None:
     """autogk: a git repository as an autonomous, statistically honest Triton kernel optimizer."""
-    quiet_libraries(verbose or _env_verbosity())
+    quiet_libraries(verbose or env.verbosity())
 
 
 def main() -> None:

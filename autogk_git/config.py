@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from autogk_git.env import config_override_name
 from autogk_git.errors import ConfigError
 
 try:  # Python 3.11+
@@ -263,7 +264,7 @@ def parse(data: dict[str, Any], where: str = CONFIG_NAME, environ: dict[str, str
     for section, keys in SCHEMA.items():
         out[section] = {}
         for key, spec in keys.items():
-            env_name = f"AUTOGK_{section.upper()}_{key.upper()}"
+            env_name = config_override_name(section, key)
             if env_name in environ:
                 out[section][key] = _coerce(section, key, spec, _from_env(spec, environ[env_name]), env_name)
             elif key in data.get(section, {}):

@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autogk_git import env
 from autogk_git.record import refs
 from autogk_git.errors import AutogkError
 from autogk_git.git import index, repo
-from autogk_git.loop.background import LOOP_ENV, pid_file, running_bench_pid
+from autogk_git.loop.background import pid_file, running_bench_pid
 
 def _experiment_branch() -> refs.ExperimentRef | None:
     head = repo.head_ref(None, inherit=True)
@@ -24,7 +25,7 @@ def _experiment_branch() -> refs.ExperimentRef | None:
 
 def pre_commit() -> int:
     exp = _experiment_branch()
-    if exp is None or os.environ.get(LOOP_ENV):
+    if exp is None or env.in_loop():
         return 0
     from autogk_git.project import Project
     project = Project.find()
@@ -45,12 +46,12 @@ def pre_commit() -> int:
 
 def post_commit() -> int:
     exp = _experiment_branch()
-    if exp is None or os.environ.get(LOOP_ENV):
+    if exp is None or env.in_loop():
         return 0
     from autogk_git.project import Project
     project = Project.find()
     sha = repo.head_sha(project.root)
-    if project.config.bench.hook_mode == "foreground" or os.environ.get("AUTOGK_HOOK_FOREGROUND"):
+    if project.config.bench.hook_mode == "foreground" or env.hook_foreground():
         return bench(project, sha, exp.branch)
     log = project.state_dir / "logs" / f"{exp.target}-{exp.number:04d}-{sha[:10]}.log"
     log.parent.mkdir(parents=True, exist_ok=True)

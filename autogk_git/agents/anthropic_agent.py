@@ -7,24 +7,23 @@ exponential backoff, honouring the server's retry-after but never waiting longer
 """
 from __future__ import annotations
 
-import os
 import random
 import time
 from typing import Any, Callable
 
+from autogk_git import env
 from autogk_git.agents import prompts, tools
 from autogk_git.agents.base import AgentStopped, Context, Proposal
 from autogk_git.agents.pricing import Meter
 from autogk_git.errors import AgentError
 
-KEY_ENV = "ANTHROPIC_API_KEY"
-BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+KEY_ENV = env.ANTHROPIC_API_KEY
 
 Handlers = dict[str, Callable[[dict[str, Any]], str]]
 
 
 def api_key() -> str | None:
-    return os.environ.get(KEY_ENV) or None
+    return env.anthropic_api_key()
 
 
 def make_client(config):
@@ -35,7 +34,7 @@ def make_client(config):
                          f"export {KEY_ENV}=... (never put it in .autogk.toml), or run with --agent tune")
     import anthropic  # heavy: imported only here, only when an LLM agent runs
 
-    return anthropic.Anthropic(api_key=key, base_url=os.environ.get(BASE_URL_ENV) or None, max_retries=0,
+    return anthropic.Anthropic(api_key=key, base_url=env.anthropic_base_url(), max_retries=0,
                                timeout=float(config.agent.timeout_s))
 
 

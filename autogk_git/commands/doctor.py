@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from importlib import metadata
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from autogk_git import env
 
 
 def _version(dist: str) -> str | None:
@@ -66,7 +67,7 @@ def checks() -> dict[str, Any]:
     for need in ("torch", "triton"):
         if not out["packages"][need]:
             out["problems"].append(f"{need} is not installed: pip install torch triton (CPU: torch==2.13.0 triton==3.7.1)")
-    out["anthropic_api_key"] = bool(os.environ.get("ANTHROPIC_API_KEY"))
+    out["anthropic_api_key"] = env.has_anthropic_api_key()  # whether set, never the value
     # Every hint autogk prints says `autogk ...`: that works as printed only with the venv on PATH.
     here = Path(sys.executable).parent / "autogk"
     on_path = shutil.which("autogk")

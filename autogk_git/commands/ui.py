@@ -15,13 +15,12 @@ import urllib.request
 
 import click
 
+from autogk_git import env
 from autogk_git.errors import AutogkError
 from autogk_git.project import Project
 
 HOST = "127.0.0.1"
-# Variables through which MLflow (or the server under it) takes a bind address of its own.
-BIND_VARS = ("MLFLOW_GUNICORN_OPTS", "MLFLOW_UVICORN_OPTS", "MLFLOW_WAITRESS_OPTS", "MLFLOW_HOST", "MLFLOW_PORT",
-             "GUNICORN_CMD_ARGS", "UVICORN_HOST", "UVICORN_PORT")
+BIND_VARS = env.MLFLOW_BIND  # through which MLflow (or the server under it) takes a bind address of its own
 
 
 def free_port(preferred: int, host: str = HOST) -> int:
@@ -119,10 +118,10 @@ def ui(port, host, target, timeout_s) -> int:
     signal.signal(signal.SIGTERM, stop)
     project = Project.find()
     port = free_port(port, host)
-    cmd, env = mlflow_store.server_command(project, host, port)
+    cmd, server_env = mlflow_store.server_command(project, host, port)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}"
-    dropped = [v for v in BIND_VARS if os.environ.get(v)]
+    dropped = env.mlflow_bind_set()
     if dropped:
         click.echo(f"ignoring {', '.join(dropped)}: autogk chooses the address itself (--host)", err=True)
     child_env = {k: v for k, v in os.environ.items() if k not in BIND_VARS}
@@ -130,7 +129,7 @@ def ui(port, host, target, timeout_s) -> int:
     log = project.state_dir / "logs" / "mlflow-ui.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        proc = subprocess.Popen(cmd, env={**child_env, **env}, stdout=f, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, env={**child_env, **server_env}, stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_up(base, proc, timeout_s)

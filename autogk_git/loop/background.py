@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autogk_git import env
 from autogk_git.procs import pid_alive
 
-LOOP_ENV = "AUTOGK_LOOP"
+LOOP_ENV = env.LOOP
 """Set on the loop's own commits: the hooks leave those to the loop, which benchmarks them itself."""
 
 

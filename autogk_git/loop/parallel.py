@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from autogk_git import config as config_mod
+from autogk_git import env
 from autogk_git.agents.pricing import add_usage
 from autogk_git.errors import AgentError, AutogkError
 from autogk_git.loop import experiment as ex
@@ -27,7 +28,7 @@ from autogk_git.loop.step import Limits, LoopReport, Opened, finish, open_experi
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target
 
-GPU_ENV = "AUTOGK_BENCH_GPU"  # the [bench] gpu override a slot's config carries
+GPU_ENV = env.BENCH_GPU  # the [bench] gpu override a slot's config carries
 
 
 @dataclass

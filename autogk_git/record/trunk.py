@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autogk_git import config as config_mod
+from autogk_git import env
 from autogk_git.errors import ConfigError, TargetError
 from autogk_git.git import repo
 from autogk_git.project import Project, Target
 from autogk_git.record import kernels, refs
 
-GPU_ENV = "AUTOGK_BENCH_GPU"
+GPU_ENV = env.BENCH_GPU
 
 
 @dataclass

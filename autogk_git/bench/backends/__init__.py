@@ -1,7 +1,7 @@
 """Backends, chosen by key. Each takes a job and returns the same result shape."""
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from autogk_git.errors import ConfigError
 
@@ -40,15 +40,31 @@ def resolve_name(name: str) -> str:
     return name
 
 
+# Each factory imports its backend's module when called: choosing one never imports another's SDK
+# (modal), and the CLI's start-up imports none of them.
+def _interpret(config) -> Backend:
+    from autogk_git.bench.backends.interpret import InterpretBackend
+    return InterpretBackend(config)
+
+
+def _local(config) -> Backend:
+    from autogk_git.bench.backends.local import LocalBackend
+    return LocalBackend(config)
+
+
+def _modal(config) -> Backend:
+    from autogk_git.bench.backends.modal.backend import ModalBackend
+    return ModalBackend(config)
+
+
+BACKENDS: dict[str, Callable[..., Backend]] = {"interpret": _interpret, "local": _local, "modal": _modal}
+"""[bench] backend / --backend key -> factory(config). "auto" is resolved before the look-up (resolve_name)."""
+
+
 def get_backend(name: str, config) -> Backend:
     name = resolve_name(name)
-    if name == "interpret":
-        from autogk_git.bench.backends.interpret import InterpretBackend
-        return InterpretBackend(config)
-    if name == "local":
-        from autogk_git.bench.backends.local import LocalBackend
-        return LocalBackend(config)
-    if name == "modal":
-        from autogk_git.bench.backends.modal.backend import ModalBackend
-        return ModalBackend(config)
-    raise ConfigError(f"unknown backend '{name}'", "set [bench] backend to auto, interpret, local or modal")
+    factory = BACKENDS.get(name)
+    if factory is None:
+        keys = ["auto", *BACKENDS]
+        raise ConfigError(f"unknown backend '{name}'", f"set [bench] backend to {', '.join(keys[:-1])} or {keys[-1]}")
+    return factory(config)

@@ -9,31 +9,31 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from autogk_git import env
 from autogk_git.bench import runner
 from autogk_git.bench.job import timed_settings
 from autogk_git.errors import ConfigError
 
-LOCK_DIR_ENV = "AUTOGK_GPU_LOCK_DIR"
+LOCK_DIR_ENV = env.GPU_LOCK_DIR
 
 
 def lock_dir() -> Path:
     """Where the per-GPU lock files live: $AUTOGK_GPU_LOCK_DIR, else <tmp>/autogk-gpu-locks (one per machine)."""
-    d = Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "autogk-gpu-locks")
+    d = env.gpu_lock_dir()
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
 def visible_gpus() -> list[str]:
     """CUDA indices this process may see, without importing torch."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g.strip() for g in env.split(",") if g.strip()]
+    visible = env.cuda_visible_devices()
+    if visible is not None:
+        return visible
     import subprocess
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
@@ -51,12 +51,12 @@ def parse_gpus(spec: str) -> list[str]:
     if bad:
         raise ConfigError(f"[bench] gpu = {spec!r}: {', '.join(bad)} is not a CUDA device index",
                           "set it like gpu = \"0,1\" (or AUTOGK_BENCH_GPU=0), or empty for all GPUs")
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:  # indices count within what this process may see, as CUDA counts them
-        visible = [g.strip() for g in env.split(",") if g.strip()]
+    visible = env.cuda_visible_devices()
+    if visible is not None:  # indices count within what this process may see, as CUDA counts them
         out_of_range = [g for g in gpus if int(g) >= len(visible)]
         if out_of_range:
-            raise ConfigError(f"[bench] gpu = {spec!r}: CUDA_VISIBLE_DEVICES={env} shows only {len(visible)} GPU(s)",
+            raise ConfigError(f"[bench] gpu = {spec!r}: CUDA_VISIBLE_DEVICES={','.join(visible)} shows only "
+                              f"{len(visible)} GPU(s)",
                               f"use indices below {len(visible)}, or unset CUDA_VISIBLE_DEVICES")
         gpus = [visible[int(g)] for g in gpus]
     return gpus
@@ -116,11 +116,11 @@ class LocalBackend:
                               "run on a machine with a GPU, or set [bench] backend = \"interpret\"")
         job = dict(job, settings={**job["settings"], **self.settings})
         with gpu_lock(self.gpus) as gpu:
-            env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-            env["CUDA_VISIBLE_DEVICES"] = gpu
+            child_env = {k: v for k, v in os.environ.items() if k != env.TRITON_INTERPRET}
+            child_env[env.CUDA_VISIBLE_DEVICES] = gpu
             t0 = time.monotonic()
             kw = {"on_progress": on_progress} if on_progress else {}  # older stand-ins take no such argument
-            out = runner.run_worker(job, env, timeout_s, **kw)
+            out = runner.run_worker(job, child_env, timeout_s, **kw)
             out["gpu_s"] = round(time.monotonic() - t0, 3)
             out["gpu"] = gpu
         return out

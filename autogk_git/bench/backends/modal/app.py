@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autogk_git.env import in_modal_container  # by name: run_job's argument `env` is the job's environment
 from autogk_git.errors import BenchError
 
 PACKAGE_DIR = Path(__file__).resolve().parents[3]  # autogk_git/
@@ -74,7 +75,7 @@ def run_job(job: dict[str, Any], timeout_s: float, blobs: dict[str, str] | None 
         out = runner.run_worker(job, run_env, timeout_s)
     except BenchError as e:
         return {"error": e.message, "hint": e.hint or ""}
-    out.setdefault("environment", {})["runner"] = "modal" if os.environ.get("MODAL_TASK_ID") else "local"
+    out.setdefault("environment", {})["runner"] = "modal" if in_modal_container() else "local"
     return out
 
 

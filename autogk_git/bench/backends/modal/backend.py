@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import socket
 import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from autogk_git import env
 from autogk_git.bench.job import timed_settings
 from autogk_git.errors import BenchError
 
@@ -29,15 +29,15 @@ TOKEN_HINT = ("run `modal token new` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECR
               "then `autogk doctor`")
 
 
-def _modal_profile(environ: dict[str, str]) -> dict[str, Any]:
+def _modal_profile(environ: env.Environ | None) -> dict[str, Any]:
     """The active profile of Modal's config file (MODAL_CONFIG_PATH or ~/.modal.toml); {} if none."""
-    path = Path(environ.get("MODAL_CONFIG_PATH") or Path(environ.get("HOME", str(Path.home()))) / ".modal.toml")
+    path = env.modal_config_path(environ)
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError):
         return {}
     profiles = {k: v for k, v in data.items() if isinstance(v, dict)}
-    name = environ.get("MODAL_PROFILE")
+    name = env.modal_profile(environ)
     if not name:
         active = [k for k, v in profiles.items() if v.get("active")]
         name = active[0] if active else (next(iter(profiles)) if len(profiles) == 1 else "")
@@ -47,10 +47,9 @@ def _modal_profile(environ: dict[str, str]) -> dict[str, Any]:
     return prof
 
 
-def token_source(environ: dict[str, str] | None = None) -> str | None:
+def token_source(environ: env.Environ | None = None) -> str | None:
     """Where Modal's credentials come from ('environment', '<file> (profile p)'), or None. No network."""
-    environ = dict(os.environ) if environ is None else environ
-    if environ.get("MODAL_TOKEN_ID") and environ.get("MODAL_TOKEN_SECRET"):
+    if env.modal_token_in_environment(environ):
         return "environment"
     prof = _modal_profile(environ)
     if prof.get("token_id") and prof.get("token_secret"):
@@ -58,12 +57,11 @@ def token_source(environ: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def server_url(environ: dict[str, str] | None = None) -> str:
-    environ = dict(os.environ) if environ is None else environ
-    return environ.get("MODAL_SERVER_URL") or _modal_profile(environ).get("server_url") or DEFAULT_SERVER
+def server_url(environ: env.Environ | None = None) -> str:
+    return env.modal_server_url(environ) or _modal_profile(environ).get("server_url") or DEFAULT_SERVER
 
 
-def preflight(config, environ: dict[str, str] | None = None) -> str:
+def preflight(config, environ: env.Environ | None = None) -> str:
     """Fail fast, without Modal's client: no token, or its API host not reachable. Returns the token source."""
     source = token_source(environ)
     if not source:
@@ -140,8 +138,8 @@ class ModalBackend:
         out = modal_app.call(self.config, job, timeout_s, blobs=blobs, blob_dir=blob_dir)
         out["gpu_s"] = round(time.monotonic() - t0, 3)  # billed container time, queue included
         out["gpu"] = f"modal:{self.config.modal.gpu}"
-        env = out.setdefault("environment", {})
-        env["modal"] = {"app": self.config.modal.app, "gpu_requested": self.config.modal.gpu}
+        environment = out.setdefault("environment", {})
+        environment["modal"] = {"app": self.config.modal.app, "gpu_requested": self.config.modal.gpu}
         if on_progress is not None:  # the container's progress stays there: report each status on return
             elapsed = out["gpu_s"]
             for label, wls in out.get("labels", {}).items():
