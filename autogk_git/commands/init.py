@@ -16,7 +16,7 @@ from autogk_git.errors import AutogkError, TargetError
 from autogk_git.git import hooks as hooks_mod
 from autogk_git.git import commits, index, repo
 from autogk_git.git.run import identity_env
-from autogk_git.project import Project, Target, check_definition, check_workload, read_jsonl, read_text
+from autogk_git.project import Project, Target, check_definition, check_workload, new_target, read_jsonl, read_text
 from autogk_git.record import refs
 
 DEFAULT_VAR_VALUES = (1, 16, 128)
@@ -255,9 +255,7 @@ def do_init(path: Path, definition_file: Path | None, workloads_file: Path | Non
         commits.init(path, trunk or "main")
         top = path.resolve()
         say(f"initialized a git repository in {top}")
-    has_config = (top / config_mod.CONFIG_NAME).exists()
-    targets = config_mod.load(top).project.targets if has_config else config_mod.SCHEMA["project"]["targets"].default
-    target = Target(tname, top / targets / tname, targets_dir=targets)
+    target = new_target(top, tname)
     tdir = target.dir
     if read is not None:
         wl_lines, blobs = read
