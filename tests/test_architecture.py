@@ -2,8 +2,8 @@
 
 Each module belongs to one layer; a module may import its own layer and the layers below it, never one
 above; the import graph has no circle; only `git/` starts git processes; ref and note names are spelled
-only in `record/refs.py`; a target's folder is built only in `project.py`; the worker's
-files import nothing of the package.
+only in `record/refs.py`; a target's folder is built only in `project.py`; no command imports another;
+the worker's files import nothing of the package.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ LAYERS = [
     ("bench", ["autogk_git.bench"]),
     ("tracking", ["autogk_git.tracking"]),
     ("record", ["autogk_git.record"]),
-    ("project", ["autogk_git.project"]),
+    ("project", ["autogk_git.project", "autogk_git.scaffold"]),
     ("git", ["autogk_git.git"]),
     ("ground", ["autogk_git.config", "autogk_git.errors", "autogk_git.tunables", "autogk_git.fib",
                 "autogk_git.examples", "autogk_git.resources", "autogk_git"]),
@@ -288,6 +288,29 @@ def test_the_target_folder_check_sees_each_spelling(tmp_path):
                  "say('kernels')\n"                    # a word, not a path
                  "out['project']['targets'] = {}\n")   # a report's own keys, not the config's
     assert sorted({int(line.split(":")[0]) for line in target_folder_builds(f)}) == list(range(2, 10))
+
+
+def command_imports() -> list[str]:
+    """Each import of one command's module by another (commands share code through a lower layer)."""
+    pre = "autogk_git.commands"
+    return sorted(f"{m} imports {d}" for m, deps in graph().items() if m.startswith(pre + ".")
+                  for d in deps if d == pre or d.startswith(pre + "."))
+
+
+def test_no_command_imports_another():
+    bad = command_imports()
+    assert not bad, ("a command imports another command (move what they share below the commands layer):\n"
+                     + "\n".join(bad))
+
+
+def test_the_command_import_check_sees_a_planted_import(monkeypatch):
+    real = imports
+
+    def planted(path, module, known):
+        got = real(path, module, known)
+        return got | {"autogk_git.commands.bench"} if module == "autogk_git.commands.log" else got
+    monkeypatch.setitem(globals(), "imports", planted)
+    assert "autogk_git.commands.log imports autogk_git.commands.bench" in command_imports()
 
 
 def test_worker_files_import_only_what_the_gpu_machine_has():
