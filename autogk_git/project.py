@@ -164,6 +164,27 @@ class Target:
         return need
 
 
+def target_rel(config: config_mod.Config, name: str) -> str:
+    """A target's folder relative to the repository root, as a config names it."""
+    return f"{config.project.targets}/{name}"
+
+
+def configured_target(config: config_mod.Config, name: str, folder: Path) -> Target:
+    """Target name as config describes it (its editable files), its files in folder: a checkout's
+    own, or a commit's written out elsewhere (the trunk's snapshot)."""
+    return Target(name, folder, list(config.agent.editable), config.project.targets)
+
+
+def new_target(root: Path, name: str) -> Target:
+    """Where a target that does not exist yet goes in the repository at root: under the config's targets
+    folder, or the default one while the repository has no config (`autogk init` writes it)."""
+    if (root / config_mod.CONFIG_NAME).exists():
+        targets = config_mod.load(root).project.targets
+    else:
+        targets = config_mod.SCHEMA["project"]["targets"].default
+    return Target(name, root / targets / name, targets_dir=targets)
+
+
 LINE = 'write lines like {"workload": {"uuid": "...", "axes": {"n": 1024}, "inputs": {"x": {"type": "random"}}}}'
 FORMAT = "see FlashInfer-Bench's Definition format (docs: name, axes, inputs, outputs, reference)"
 
@@ -305,7 +326,7 @@ class Project:
 
     def target_rel(self, name: str) -> str:
         """A target's folder relative to the root, whether or not it exists in this checkout."""
-        return f"{self.config.project.targets}/{name}"
+        return target_rel(self.config, name)
 
     def target_names(self) -> list[str]:
         kdir = self.targets_dir
@@ -328,7 +349,7 @@ class Project:
         if name not in names:
             raise TargetError(f"no target '{name}' under {self.config.project.targets}/",
                               f"known targets: {', '.join(names) or 'none'}")
-        return Target(name, self.targets_dir / name, list(self.config.agent.editable), self.config.project.targets)
+        return configured_target(self.config, name, self.targets_dir / name)
 
     @cached_property
     def main_root(self) -> Path:

@@ -2,8 +2,8 @@
 
 Each module belongs to one layer; a module may import its own layer and the layers below it, never one
 above; the import graph has no circle; only `git/` starts git processes; ref and note names are spelled
-only in `record/refs.py`; a target's folder is built only in `project.py`; the worker's files import
-nothing of the package.
+only in `record/refs.py`; a target's folder is built only in `project.py`; no command imports another;
+the worker's files import nothing of the package.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ LAYERS = [
     ("bench", ["autogk_git.bench"]),
     ("tracking", ["autogk_git.tracking"]),
     ("record", ["autogk_git.record"]),
-    ("project", ["autogk_git.project"]),
+    ("project", ["autogk_git.project", "autogk_git.scaffold"]),
     ("git", ["autogk_git.git"]),
     ("ground", ["autogk_git.config", "autogk_git.env", "autogk_git.errors", "autogk_git.tunables", "autogk_git.fib",
                 "autogk_git.examples", "autogk_git.resources", "autogk_git"]),
@@ -217,11 +217,100 @@ def test_ref_names_live_in_record_refs():
     assert not bad, "ref names spelled outside record/refs.py:\n" + "\n".join(bad)
 
 
+# Where a target's folder is named. project.py is the one module that knows it; the judge's package names
+# its own temp folder of kernel processes "kernels" too, and never sees a project.
+TARGET_FOLDER_ALLOWED = ("autogk_git.project", "autogk_git.bench.judge")
+TARGETS_DEFAULT = "kernels"  # [project] targets' default (config.py)
+_JOINS = {"Path", "PurePath", "PurePosixPath", "joinpath", "join"}
+
+
+def _names_targets_folder(c: ast.Constant) -> bool:
+    return isinstance(c.value, str) and (c.value == TARGETS_DEFAULT or c.value.startswith(TARGETS_DEFAULT + "/"))
+
+
+def target_folder_builds(path: Path) -> list[str]:
+    """Lines of one file that build a target's folder themselves instead of asking project.py: the
+    literal targets folder joined into a path (`root / "kernels" / name`, `f"kernels/{name}"`,
+    `"kernels/" + name`, `Path("kernels", name)`), the config key that names the folder read
+    (`cfg.project.targets`, `SCHEMA["project"]["targets"]`), the Project's `targets_dir`, or a
+    Target made by hand (`Target(name, dir, ...)`)."""
+    tree = ast.parse(path.read_text())
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        why = ""
+        if isinstance(node, ast.Constant) and _names_targets_folder(node):
+            up = parent.get(node)
+            if isinstance(up, ast.BinOp) and isinstance(up.op, (ast.Div, ast.Add)):
+                why = f"{node.value!r} joined into a path"
+            elif isinstance(up, ast.JoinedStr):
+                why = f"{node.value!r} in an f-string"
+            elif isinstance(up, ast.Call) and node in up.args and \
+                    getattr(up.func, "attr", getattr(up.func, "id", "")) in _JOINS:
+                why = f"{node.value!r} joined into a path"
+        elif isinstance(node, ast.Attribute) and node.attr == "targets" and \
+                isinstance(node.value, ast.Attribute) and node.value.attr == "project":
+            why = "the [project] targets key read"
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+                node.slice.value == "targets" and isinstance(node.value, ast.Subscript) and \
+                isinstance(node.value.slice, ast.Constant) and node.value.slice.value == "project" and \
+                getattr(node.value.value, "attr", getattr(node.value.value, "id", "")) == "SCHEMA":
+            why = "the [project] targets key read"
+        elif isinstance(node, ast.Attribute) and node.attr == "targets_dir":
+            why = "targets_dir read"
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "Target":
+            why = "a Target made by hand"
+        if why:
+            found.append(f"{node.lineno}: {why}")
+    return found
+
+
 def test_target_folders_are_built_only_in_project():
-    pattern = re.compile(r"""f["']kernels/\{""")
-    bad = [f"{p.relative_to(PKG.parent)}:{i}" for m, p in modules().items() if m != "autogk_git.project"
-           for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    bad = sorted(f"{p.relative_to(PKG.parent)}:{line}" for m, p in modules().items()
+           if not any(m == a or m.startswith(a + ".") for a in TARGET_FOLDER_ALLOWED)
+           for line in target_folder_builds(p))
     assert not bad, "a target's folder built outside project.py (ask the Target or Project):\n" + "\n".join(bad)
+
+
+def test_the_target_folder_check_sees_each_spelling(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from pathlib import Path\n"
+                 "a = root / 'kernels' / name\n"
+                 "b = f'kernels/{name}'\n"
+                 "c = 'kernels/' + name\n"
+                 "d = Path('kernels', name)\n"
+                 "e = root / cfg.project.targets / name\n"
+                 "g = SCHEMA['project']['targets'].default\n"
+                 "h = project.targets_dir / name\n"
+                 "i = Target(name, root / t / name)\n"
+                 "j = target.dir / 'kernel.py'\n"       # asking the Target: fine
+                 "k = project.target_rel(name)\n"      # asking the Project: fine
+                 "say('kernels')\n"                    # a word, not a path
+                 "out['project']['targets'] = {}\n")   # a report's own keys, not the config's
+    assert sorted({int(line.split(":")[0]) for line in target_folder_builds(f)}) == list(range(2, 10))
+
+
+def command_imports() -> list[str]:
+    """Each import of one command's module by another (commands share code through a lower layer)."""
+    pre = "autogk_git.commands"
+    return sorted(f"{m} imports {d}" for m, deps in graph().items() if m.startswith(pre + ".")
+                  for d in deps if d == pre or d.startswith(pre + "."))
+
+
+def test_no_command_imports_another():
+    bad = command_imports()
+    assert not bad, ("a command imports another command (move what they share below the commands layer):\n"
+                     + "\n".join(bad))
+
+
+def test_the_command_import_check_sees_a_planted_import(monkeypatch):
+    real = imports
+
+    def planted(path, module, known):
+        got = real(path, module, known)
+        return got | {"autogk_git.commands.bench"} if module == "autogk_git.commands.log" else got
+    monkeypatch.setitem(globals(), "imports", planted)
+    assert "autogk_git.commands.log imports autogk_git.commands.bench" in command_imports()
 
 
 def test_worker_files_import_only_what_the_gpu_machine_has():

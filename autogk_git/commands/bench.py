@@ -2,44 +2,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
-from autogk_git.errors import AutogkError
-from autogk_git.record import refs
 from autogk_git.git import repo
-from autogk_git.project import Project, Target
-
-
-def check_kernel(project: Project, target: Target, rev: str, say, backend_name: str | None = None,
-                 parent: str | None = None) -> dict[str, Any]:
-    from autogk_git.bench.backends import get_backend
-    from autogk_git.bench.stages import benchmark
-    from autogk_git.loop.verdict import first_failure
-
-    from autogk_git.project import require_input_data
-    require_input_data(target)
-    sha = repo.rev(project.root, rev)
-    if not sha:
-        raise AutogkError(f"'{rev}' is not a commit", "pass a branch, tag or sha")
-    backend = get_backend(backend_name or project.config.bench.backend, project.config)
-    say(f"checking {target.name} at {sha[:10]} on the {backend.name} backend")
-    from autogk_git.record.kernels import sources_at
-    parent_sources = sources_at(project.root, target, parent) if parent else None
-    res = benchmark(target, backend, sources_at(project.root, target, sha), parent_sources, project.config,
-                    seed=int(sha[:8], 16), progress=say)
-    fail = first_failure(res)
-    res["commit"] = sha
-    n = len(res.get("checked_workloads", []))
-    if fail:
-        say(f"INCORRECT in {fail[0]} on workload {fail[1][:8]}: {fail[2][:300]}")
-    elif res.get("error"):
-        say(f"not checked: {res['error']}")
-    else:
-        extra = "" if res["timing"] else " (no timing on this backend)"
-        say(f"correct on {n} workload(s){extra}; skipped {len(res.get('skipped', []))} for size")
-    return res
+from autogk_git.loop.check import check_kernel
+from autogk_git.project import Project
+from autogk_git.record import refs
 
 
 @click.command("bench", help="Benchmark a kernel (the trunk's by default) without an experiment.")

@@ -49,7 +49,7 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
         return 1
     if as_json:
         return 1 if report.failed else 0
-    from autogk_git.commands.init import command_name
+    from autogk_git.invocation import command_name
     cmd = command_name()
     click.echo(f"look at: {cmd} log  |  git log --first-parent {project.trunk}  |  {cmd} show N  |  {cmd} ui")
     return 1 if report.failed else 0

@@ -23,7 +23,7 @@ from autogk_git import config as config_mod
 from autogk_git import env
 from autogk_git.errors import ConfigError, TargetError
 from autogk_git.git import repo
-from autogk_git.project import Project, Target
+from autogk_git.project import Project, Target, configured_target, target_rel
 from autogk_git.record import kernels, refs
 
 GPU_ENV = env.BENCH_GPU
@@ -99,8 +99,7 @@ def judge_for(project: Project, target_name: str, sha: str, parent: str | None) 
         raise TargetError(f"experiment {sha[:10]} has no parent commit to take its target from",
                           f"branch experiments from the trunk: git checkout -b autogk/{target_name}/NNNN-what {project.trunk}")
     cfg = config_at(project, parent)
-    rel = f"{cfg.project.targets}/{target_name}"
-    target = Target(target_name, snapshot(project, rel, parent), list(cfg.agent.editable), cfg.project.targets)
+    target = configured_target(cfg, target_name, snapshot(project, target_rel(cfg, target_name), parent))
     judge = Judge(parent, target, cfg)
     tip = repo.rev(project.root, refs.branch(project.trunk))
     if tip is None or not repo.is_ancestor(project.root, parent, tip):

@@ -1,0 +1,66 @@
+"""Checking one revision's kernel outside any experiment (`autogk bench`, the baseline `autogk init`
+takes), and saying up front which workloads the configured backend cannot run for size."""
+from __future__ import annotations
+
+from typing import Any
+
+from autogk_git.errors import AutogkError
+from autogk_git.git import repo
+from autogk_git.project import Project, Target, require_input_data
+
+
+def check_kernel(project: Project, target: Target, rev: str, say, backend_name: str | None = None,
+                 parent: str | None = None) -> dict[str, Any]:
+    """Run the stages on the kernel at rev (timed against parent's when given); the result, with its commit."""
+    # The backends and stages import torch: loaded here, so commands that import this module stay fast.
+    from autogk_git.bench.backends import get_backend
+    from autogk_git.bench.stages import benchmark
+    from autogk_git.loop.verdict import first_failure
+    from autogk_git.record.kernels import sources_at
+
+    require_input_data(target)
+    sha = repo.rev(project.root, rev)
+    if not sha:
+        raise AutogkError(f"'{rev}' is not a commit", "pass a branch, tag or sha")
+    backend = get_backend(backend_name or project.config.bench.backend, project.config)
+    say(f"checking {target.name} at {sha[:10]} on the {backend.name} backend")
+    parent_sources = sources_at(project.root, target, parent) if parent else None
+    res = benchmark(target, backend, sources_at(project.root, target, sha), parent_sources, project.config,
+                    seed=int(sha[:8], 16), progress=say)
+    fail = first_failure(res)
+    res["commit"] = sha
+    n = len(res.get("checked_workloads", []))
+    if fail:
+        say(f"INCORRECT in {fail[0]} on workload {fail[1][:8]}: {fail[2][:300]}")
+    elif res.get("error"):
+        say(f"not checked: {res['error']}")
+    else:
+        extra = "" if res["timing"] else " (no timing on this backend)"
+        say(f"correct on {n} workload(s){extra}; skipped {len(res.get('skipped', []))} for size")
+    return res
+
+
+def size_lines(project: Project, target: Target) -> list[str]:
+    """Workloads the configured backend cannot run for size (the CPU interpreter's cpu_max_numel), said
+    up front: a target none of whose workloads fit would otherwise look like a loop with nothing to do."""
+    from autogk_git.bench.backends import get_backend
+    from autogk_git.bench.job import numel
+    try:
+        backend = get_backend(project.config.bench.backend, project.config)
+    except Exception:  # noqa: BLE001 - a backend that cannot be set up here is doctor's to report
+        return []
+    limit = getattr(backend, "max_numel", None)
+    if limit is None:
+        return []
+    sizes = [numel(target.definition, w) for w in target.workloads]
+    over = sorted(n for n in sizes if n > limit)
+    if not over:
+        return []
+    fix = (f"run the loop on a GPU (`iterate --backend local`, or `--backend modal`), or raise the limit: "
+           f"AUTOGK_BENCH_CPU_MAX_NUMEL={over[0]} or `cpu_max_numel = {over[0]}` under [bench] in .autogk.toml "
+           "(the CPU interpreter is slow at that size)")
+    if len(over) == len(sizes):
+        return [f"warning: none of the {len(sizes)} workload(s) can run on the {backend.name} backend: each is over "
+                f"[bench] cpu_max_numel ({over[0]} input elements or more > {limit}); {fix}"]
+    return [f"note: {len(over)} of {len(sizes)} workload(s) are over [bench] cpu_max_numel ({over[0]} input "
+            f"elements or more > {limit}) and are skipped on the {backend.name} backend; to check them too: {fix}"]
