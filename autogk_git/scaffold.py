@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from autogk_git import config as config_mod
+from autogk_git import env
 from autogk_git.errors import AutogkError, TargetError
 from autogk_git.project import Target, check_definition, check_workload, read_jsonl, read_text
 
@@ -158,11 +159,10 @@ def read_kernel(kernel_file: Path, definition: dict[str, Any]) -> str:
 
 def next_steps(target: Target, kernel_src: str, cmd: str) -> list[str]:
     """What `iterate` needs before it can try anything: tunables, an API key, or a command agent."""
-    import os
     from autogk_git import tunables
     found = tunables.parse(kernel_src)
     iterate = f"{cmd} iterate --target {target.name}"
-    if os.environ.get("ANTHROPIC_API_KEY"):
+    if env.has_anthropic_api_key():
         return [f"next: {iterate}  (ANTHROPIC_API_KEY is set: Claude edits {target.rel}/kernel.py)"]
     if found:
         return [f"next: {iterate}  (the offline tuner tries the {len(found)} tunable(s) of kernel.py: "
