@@ -400,3 +400,37 @@ def test_a_kernel_cannot_read_the_project_or_signal_its_sibling(tmp_path):
     assert out["labels"]["parent"][u]["status"] == "PASSED", out["labels"]["parent"][u]
     assert out["labels"]["candidate"][u]["status"] == "PASSED", out["labels"]["candidate"][u]
     assert out["environment"]["sandbox"] == [f"landlock ABI {sandbox.abi()}"]
+
+
+PLANTS = '''import os, pathlib, torch
+PLANTED = []
+mine = pathlib.Path(os.environ.get("TRITON_CACHE_DIR") or pathlib.Path.home() / ".triton" / "cache" / "mine")
+for where in (mine.parent / "another-kernel",
+              pathlib.Path.home() / ".triton" / "cache" / "another-kernel"):
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "planted.cubin").write_bytes(b"slow")
+        PLANTED.append(str(where))
+    except OSError:
+        pass
+def run(x, bias, scale, out):
+    torch.add(x * scale, bias, out=out)
+    if PLANTED:
+        out.zero_()  # it could have planted a slow compiled kernel for its parent to load
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock is Linux's")
+def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
+    # Each kernel's Triton cache is its own folder (named by its sources); the other kernels' and the
+    # shared cache are out of its sandbox's reach.
+    from autogk_git.bench.judge import sandbox
+    if sandbox.abi() < 1:
+        pytest.skip("needs Landlock")
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu", "stress": False},
+         "sources": {"candidate": {"kernel.py": PLANTS}}}
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HOME=str(tmp_path))
+    out = runner.run_worker(j, env, 300)
+    assert out["labels"]["candidate"][WLS[0]["uuid"]]["status"] == "PASSED", out["labels"]
+    assert not list((tmp_path / ".triton" / "cache").glob("*/planted.cubin"))

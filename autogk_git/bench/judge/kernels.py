@@ -2,6 +2,8 @@
 requests over a socket pair; the job's limits and the ending of every process a kernel started."""
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import secrets
@@ -42,6 +44,15 @@ def timeout_message(doing: str) -> str:
     return f"no result within {w:.0f} s, one workload's share of the job's {j:.0f} s limit (while {doing})"
 
 
+def triton_cache(files: dict, env: dict) -> Path:
+    """A kernel's own Triton cache, named by its sources: compiled once per kernel across jobs (the
+    trunk's kernel keeps its cache as the parent), and no kernel's process may write another's
+    (sandbox.kernel_paths). The name is a hash of the sources, never the label."""
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:20]
+    base = Path(env.get("TRITON_CACHE_DIR") or Path(env.get("HOME") or Path.home()) / ".triton" / "cache")
+    return base / "autogk-kernels" / digest
+
+
 class RemoteKernel:
     """One kernel label, run in its own process (kernel_process.py): started once per job, reused across
     workloads, started again only after it died or was killed at a limit.
@@ -64,7 +75,7 @@ class RemoteKernel:
         self.dir = write_files(self.alias, files, root)
         # Its scratch files in its own folder (removed with the judge's), where its sandbox lets it write.
         (self.dir / "tmp").mkdir()
-        self.env = dict(env, TMPDIR=str(self.dir / "tmp"))
+        self.env = dict(env, TMPDIR=str(self.dir / "tmp"), TRITON_CACHE_DIR=str(triton_cache(files, env)))
         self.sandbox = ""
         self.log = root / f"{self.alias}.log"
         self.emit = emit

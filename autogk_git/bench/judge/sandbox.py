@@ -5,7 +5,7 @@ A kernel runs as the same user as the judge and autogk, so without this it can r
 the job (both labels' sources, the seed), the judge's progress record (which label is timed now, the
 other process's pid), the project's git repository (the trunk's kernel: "am I the parent?"), and it
 can signal its sibling. Inside the domain it can read the system's and Python's libraries, its own
-folder, /dev, /proc and /sys (CUDA needs them), and write only its own folder, the compiler caches and
+folder, /dev, /proc and /sys (CUDA needs them), and write only its own folder, its own Triton cache and
 /dev; it cannot open a TCP connection, and (Landlock ABI 6+) it cannot signal a process outside its
 domain, which its sibling and the judge are. /proc stays readable: another process's command line can
 be read there, which names no label (aliases are random).
@@ -61,13 +61,20 @@ def abi() -> int:
 
 
 def kernel_paths(kernel_dir: Path) -> tuple[list[str], list[str]]:
-    """(read, read-write) folders of a kernel's process: libraries, its folder, devices, caches."""
-    home = Path(os.environ.get("HOME") or Path.home())
+    """(read, read-write) folders of a kernel's process: libraries, its folder, devices, its caches.
+
+    Writable caches are this kernel's own only: its Triton cache (TRITON_CACHE_DIR, one folder per
+    kernel source, set by the judge: kernels.RemoteKernel) and its TMPDIR. The shared bytecode cache is
+    read-only here: a kernel that could write there, or into another kernel's Triton cache, could
+    plant a slow compiled copy of its parent's code (the parent's process would load it) and look
+    faster than it is. Python skips a bytecode file it cannot write; CUDA's JIT cache is left out."""
     read = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run",
             sys.prefix, sys.base_prefix, sys.exec_prefix]
     read += [p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)]
-    write = [str(kernel_dir), "/dev", str(home / ".triton"), str(home / ".nv")]
-    for var in ("TRITON_CACHE_DIR", "PYTHONPYCACHEPREFIX", "TMPDIR", "CUDA_CACHE_PATH"):
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        read.append(os.environ["PYTHONPYCACHEPREFIX"])
+    write = [str(kernel_dir), "/dev"]
+    for var in ("TRITON_CACHE_DIR", "TMPDIR"):
         if os.environ.get(var):
             write.append(os.environ[var])
     return read, write
