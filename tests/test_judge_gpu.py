@@ -59,8 +59,11 @@ def test_work_off_the_callers_stream_while_timed_is_a_stream_order_status():
     r = out["labels"]["candidate"][huge["uuid"]]
     # Seen either way: as device time the caller's stream did not wait for, or as a kernel that ran
     # after the last timed call, beside the outputs' snapshot copies.
-    assert r["status"] == Status.STREAM_ORDER and ("another stream" in r["message"]
-                                                   or "after the timed window" in r["message"]), r
+    # Or, with the judge's own copy of the outputs (witness.py), as outputs still unwritten when it
+    # copied them after the kernel's end mark.
+    assert (r["status"] == Status.STREAM_ORDER and ("another stream" in r["message"]
+                                                    or "after the timed window" in r["message"])
+            or r["status"] == Status.INCORRECT_NUMERICAL and "timed" in r["message"]), r
     honest = run("stride", {"candidate": src("torch_honest")}, [BIG])
     h = honest["labels"]["candidate"][BIG["uuid"]]
     assert h["status"] == Status.PASSED and h["latency_us"] > 5, h

@@ -434,3 +434,24 @@ def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
     out = runner.run_worker(j, env, 300)
     assert out["labels"]["candidate"][WLS[0]["uuid"]]["status"] == "PASSED", out["labels"]
     assert not list((tmp_path / ".triton" / "cache").glob("*/planted.cubin"))
+
+
+def test_figures_rewritten_on_their_way_out_of_the_kernel_process_decide_nothing():
+    # The candidate does the parent's work and divides every timing its process sends by 3 (on the
+    # old code: PASSED at ~0.33, a false 3x). The judge's own clock times both windows: the
+    # candidate's figure is the parent's time plus the difference the judge saw, ~1.0.
+    out, c = against_sleeps_honest("rewrites_its_reply")
+    assert c["status"] == "PASSED", c
+    assert c["ratio_vs_parent"] > 0.8, c
+    assert "witness" in c["method"], c
+
+
+def test_outputs_computed_before_the_timed_window_are_not_a_speedup():
+    # The candidate finds the timed request in its own process during the warm-up and computes every
+    # timed output there; in the window it returns at once (on the old code: PASSED, ratio ~0). The
+    # judge writes the real inputs only inside the window, so what it computed early was computed on
+    # blank buffers.
+    out, c = against_sleeps_honest("precomputes_in_warmup")
+    assert c["status"] in ("INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "STREAM_ORDER"), c
+    assert c.get("ratio_vs_parent") is None
+    assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"

@@ -113,9 +113,12 @@ class HostTimer:
 
     method = "host"
 
-    def time_calls(self, calls, replays: int = 3, after=None, after_kernels: int | None = None) -> dict:
+    def time_calls(self, calls, replays: int = 3, after=None, after_kernels: int | None = None,
+                   before=None) -> dict:
         clock = time.perf_counter  # bound before the window: a patch made during it changes nothing here
         samples = []
+        if before is not None:
+            before()
         for c in calls:
             t0 = clock()
             c()
@@ -159,7 +162,7 @@ def snapshot_kernels(outs: list) -> int:
 
 
 def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, settings: dict, method_timer,
-               device: str, snaps: list | None = None, check=None) -> dict:
+               device: str, snaps: list | None = None, check=None, gate=None, close=None) -> dict:
     """Time one DPS kernel on one round's input sets, where the kernel lives (its own process, or here
     for tools): warm up, clear any persisting-L2 state, time, then check the kernel left the L2 and the
     caller's stream as the timer expects. Returns the timer's figures plus the host-inclusive latency.
@@ -169,7 +172,11 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
     window (into later untimed calls, a thread, another stream) never reaches them. check: the seal's
     check, called right before the window (a patch made during the warm-up) and right after it (one
     made during it), before any figure is used; inside the window the timer calls only what it bound
-    before it began. The host-inclusive calls run on the warm-up buffers, never on a timed call's."""
+    before it began. The host-inclusive calls run on the warm-up buffers, never on a timed call's.
+
+    gate, close: the judge's own clock (witness.py): `gate` right before the first timed call is queued
+    (it waits for the judge to open the window), `close` right after the snapshot is queued (it marks
+    the window's end on the caller's stream for the judge)."""
     warmup = int(settings.get("warmup", 5))
     for _ in range(max(1, warmup)):
         fn(*warm_set, *warm_outs)
@@ -179,12 +186,14 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
     if check is not None:
         check()
     after = None
-    if snaps is not None:
+    if snaps is not None or close is not None:
         def after() -> None:
-            for s, o in zip(snaps, outs):
+            for s, o in zip(snaps or (), outs):
                 snapshot(s, o)
+            if close is not None:
+                close()
     t = method_timer.time_calls([lambda a=a, o=o: fn(*a, *o) for a, o in zip(sets, outs)], after=after,
-                                after_kernels=snapshot_kernels(outs) if snaps is not None else None)
+                                after_kernels=snapshot_kernels(outs) if snaps is not None else None, before=gate)
     if check is not None:
         check()
     if t.get("late_work"):

@@ -18,8 +18,12 @@ from then on with TAMPERED. Then, CUDA started, it enters its sandbox (`sandbox.
 the kernel.
 Requests:
     ("call", inputs, outputs)                         -> ("ok",) | ("not_dps", what) | ("error", status, message)
-    ("time", sets, outs, snaps, warm, warm_outs, method, settings)
+    ("time", sets, outs, snaps, warm, warm_outs, method, settings, witness)
                                                       -> ("ok", timing) | ("timer_error", msg) | ("error", ...)
+        with `witness` (the judge's own clock, witness.py), inside the request, right before the first
+        timed call: -> ("armed",), then <- ("go",); right after the snapshot is queued: -> ("closed",).
+        On a GPU, witness holds the judge's two inter-process events: the timed calls wait on its gate,
+        and its end is recorded on the caller's stream after the snapshot.
     ("exit",)
 """
 from __future__ import annotations
@@ -43,6 +47,51 @@ def _on(stream):
 
     import torch
     return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+
+_OPENED: dict = {}  # the judge's inter-process events, opened once each in this process
+
+
+def _witness_hooks(conn, witness, device: str):
+    """The two hooks of the judge's clock (witness.py) for one timed request, or (None, None).
+
+    Nothing here is trusted: a kernel may patch these hooks like anything else in its process. The
+    judge does not need them to be honest: skipping the gate runs the calls on inputs the judge has
+    not written yet, and an early or missing end mark leaves the judge's copy of the outputs short."""
+    if not witness:
+        return None, None
+    gate_ev = done_ev = None
+    lib = None
+    if device.startswith("cuda"):
+        import ctypes
+
+        import torch
+
+        from . import timer
+        lib = timer.cudart()
+        for h in witness:
+            if h not in _OPENED:
+                _OPENED[h] = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), h)
+        gate_ev, done_ev = (ctypes.c_void_p(_OPENED[h].cuda_event) for h in witness)
+
+    def stream():
+        import ctypes
+
+        import torch
+        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def gate() -> None:
+        conn.send(("armed",))
+        conn.recv()  # ("go",): the judge has queued its start mark, the inputs and the gate
+        if lib is not None:
+            lib.cudaStreamWaitEvent(stream(), gate_ev, 0)
+
+    def close() -> None:
+        if lib is not None:
+            lib.cudaEventRecord(done_ev, stream())
+        conn.send(("closed",))
+
+    return gate, close
 
 
 def main(argv: list[str]) -> int:
@@ -146,8 +195,9 @@ def main(argv: list[str]) -> int:
                 continue
             conn.send(("ok",))
         elif op == "time":
-            _, sets, outs, snaps, warm, warm_outs, method, settings = msg
+            _, sets, outs, snaps, warm, warm_outs, method, settings, witness = msg
             held = (sets, outs, snaps, warm, warm_outs)  # noqa: F841 - kept alive on purpose
+            gate, close = _witness_hooks(conn, witness, device)
             try:
                 known = set(calls._DEVICE_TIMERS)
                 timer = calls.device_timer(method) if timing is not None else calls.HostTimer()
@@ -159,7 +209,7 @@ def main(argv: list[str]) -> int:
                 # seen to catch work left on a side stream (H200, 2026-11-30); on a pool stream the
                 # same cross-check passed such a kernel.
                 t = calls.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device, snaps,
-                                     check=window_checked)
+                                     check=window_checked, gate=gate, close=close)
             except KernelFailure as e:
                 conn.send(("error", e.status, str(e)))
                 continue

@@ -206,17 +206,50 @@ class RemoteKernel:
         return snaps if snaps is not None else outs
 
     def time(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
-             settings: dict) -> dict:
+             settings: dict, witness=None) -> dict:
         """Time the kernel on one round's sets; `snaps` receive the timed calls' outputs right after the
-        timed window (calls.time_batch)."""
+        timed window (calls.time_batch). With `witness` (key, real inputs, judge's output copies): `sets`
+        are blank until the judge writes `real` into them inside the window, and the judge's own clock
+        brackets it (witness.py); its figures come back as timing["witness"]."""
         self.ensure()
-        reply = self._send(("time", sets, outs, snaps, warm, warm_outs, method, settings), "timing the kernel")
+        w = None
+        if witness is not None:
+            from .witness import Witness
+            if getattr(self, "_witness", None) is None:
+                self._witness = Witness(self.device)
+            w = self._witness
+        reply = self._send(("time", sets, outs, snaps, warm, warm_outs, method, settings,
+                            w.handles() if w is not None else None), "timing the kernel")
+        if w is not None and reply[0] == "armed":
+            key, real, copies = witness
+            w.open(key, real, sets)
+            reply = self._send_only(("go",), "timing the kernel")
+            if reply[0] == "closed":
+                w.close(outs, copies)
+                reply = self._recv(self.deadline, "timing the kernel")
+                if reply[0] == "ok":
+                    reply[1]["witness"] = w.result()
+            elif reply[0] == "ok":  # no end mark: the kernel's process skipped it
+                raise KernelFailure(Status.TAMPERED, "while timed: the kernel's process never marked the end "
+                                    "of its timed window for the judge's clock")
+        elif w is not None and reply[0] == "ok":
+            raise KernelFailure(Status.TAMPERED, "while timed: the kernel's process timed its calls without "
+                                "opening the judge's gate")
         if reply[0] == "timer_error":
             from .timer import TimerError
             raise TimerError(reply[1])
         if reply[0] == "error":
             raise KernelFailure(Status(reply[1]), reply[2])
         return reply[1]
+
+    def _send_only(self, msg: tuple, doing: str):
+        """Send without synchronizing this process's stream (inside a window: the judge's work is queued
+        on its own stream, ordered by events), then wait for the answer."""
+        try:
+            self.conn.send(msg)
+        except (OSError, ValueError):
+            pass
+        return self._recv(self.deadline, doing)
 
 
 def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:

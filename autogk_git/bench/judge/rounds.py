@@ -30,6 +30,7 @@ from .inputs import (
 )
 from .kernels import RemoteKernel, arm
 from .status import Status
+from .witness import Early, blank_like
 
 PHASES: dict[str, float] = {}
 """Wall seconds by phase of this job (start, check, inputs, timed, verify): the ab summary's `phases`,
@@ -49,13 +50,20 @@ class TimedKernel:
         self.label, self.fn, self.dps = label, fn, dps
 
 
+def witnessed(tk: TimedKernel, settings: dict) -> bool:
+    """Whether the judge's own clock (witness.py) times this label: every kernel in its own process."""
+    return isinstance(tk.fn, RemoteKernel) and bool(settings.get("witness", True))
+
+
 def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
                device: str, rng: random.Random, method_timer, checked: list[int] | None = None,
                ref_cache: dict | None = None) -> dict:
     """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote.
 
     checked: which sets' outputs are compared with the reference's (both labels of a round get the
-    same ones, so `ref_cache` computes each reference output once); None: `verify_sets` at random."""
+    same ones, so `ref_cache` computes each reference output once); None: `verify_sets` at random.
+    With the judge's clock (witnessed), the kernel's process gets blank input buffers that the judge
+    fills inside the window, and what is checked is the judge's own copy of the outputs."""
     definition = job["definition"]
     settings = job.get("settings", {})
     axes = resolve_axes(definition, wl)
@@ -72,9 +80,18 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     snaps = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]  # poisoned until written
     ref_cache = {} if ref_cache is None else ref_cache
-    saved = [[bits(x).clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
+    # The values each timed call must find unchanged after it. With the judge's clock the real sets
+    # never leave the judge (the kernel's process gets copies inside the window): no copy needed.
+    keep = (lambda x: bits(x)) if witnessed(tk, settings) else (lambda x: bits(x).clone())
+    saved = [[keep(x) if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
     t0 = time.perf_counter()
-    if isinstance(tk.fn, RemoteKernel):
+    given, seen = sets, snaps  # the inputs the kernel's process held, the outputs the judge checks
+    if witnessed(tk, settings):
+        given = blank_like(sets)
+        seen = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
+        t = tk.fn.time(given, outs, snaps, warm_set, warm_outs, method_timer.method, settings,
+                       witness=(wl["uuid"], sets, seen))
+    elif isinstance(tk.fn, RemoteKernel):
         t = tk.fn.time(sets, outs, snaps, warm_set, warm_outs, method_timer.method, settings)
     else:
         t = time_batch(tk.fn, sets, outs, warm_set, warm_outs, settings, method_timer, device, snaps)
@@ -83,7 +100,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     # What the timed calls wrote by the end of the window is what counts (the snapshots): a call that
     # skipped its work leaves poison behind, and work that landed later changed the outputs since.
     where = "in the timed calls"
-    for k, (o, snap) in enumerate(zip(outs, snaps)):
+    for k, (o, snap) in enumerate(zip(outs, seen)):
         for (name, spec), x, y in zip(definition["outputs"].items(), o, snap):
             if y.dtype.is_floating_point and torch.isnan(y).any():
                 raise KernelFailure(Status.INCORRECT_NUMERICAL,
@@ -98,14 +115,56 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 2)), len(sets)))
     for k in checked:
         try:
-            check_inputs(definition, sets[k], saved[k])
+            check_inputs(definition, given[k], saved[k])
             if k not in ref_cache:
                 ref_cache[k] = reference_outputs(reference, sets[k])
-            check_outputs(definition, snaps[k], ref_cache[k], tolerances, sets[k], axes)
+            check_outputs(definition, seen[k], ref_cache[k], tolerances, sets[k], axes)
         except KernelFailure as e:
             raise relabel(e, where) from None
     phase("verify", t0)
     return t
+
+
+CUDAGRAPH_PASSES = 3  # the cudagraph timer replays its graph of the calls this many times (timer.py)
+INTERFERED_WINDOWS = 2
+"""Windows of one label, on one workload, in which the judge saw another context use the GPU just
+before the window opened, from which the other label is blamed (witness.py: interference)."""
+
+
+def paired_figures(f: dict, got: dict, base: str, cand: str, n: int) -> dict:
+    """One round's figure per label, in microseconds per call. With the judge's clock on both labels,
+    the candidate's is the parent's reported time per call plus the difference of the two windows as
+    the judge timed them, per call: the candidate's own process reports nothing that enters it
+    (its own figure is kept as `claimed_candidate`, for the note). Without it, each label's own."""
+    wb, wc = got[base].get("witness"), got[cand].get("witness")
+    if not (wb and wc):
+        return {base: got[base]["us"], cand: got[cand]["us"]}
+    parent = math.fsum(got[base]["samples"]) / len(got[base]["samples"])
+    passes = CUDAGRAPH_PASSES if got[cand].get("method") == "cudagraph" else 1  # replays in one window
+    mine = parent + (wc["window_us"] - wb["window_us"]) / (n * passes)
+    f.setdefault("claimed_" + cand, []).append(math.fsum(got[cand]["samples"]) / len(got[cand]["samples"]))
+    f.setdefault("window_us", {base: [], cand: []})
+    f["window_us"][base].append(wb["window_us"])
+    f["window_us"][cand].append(wc["window_us"])
+    for label, w in ((base, wb), (cand, wc)):
+        if w.get("interference"):
+            f["interfered_" + label] = f.get("interfered_" + label, 0) + 1
+    return {base: parent, cand: max(mine, 1e-3)}
+
+
+def interference_failure(f: dict, base: str, cand: str) -> KernelFailure | None:
+    """Another context on the GPU right before a label's windows, in INTERFERED_WINDOWS of them: the
+    candidate's process while the parent was timed (its fault), or the parent's while the candidate was
+    (the experiment cannot be judged)."""
+    if f.get("interfered_" + base, 0) >= INTERFERED_WINDOWS:
+        return KernelFailure(Status.TAMPERED, f"the GPU was busy with another process right before the parent's "
+                             f"timed window in {f['interfered_' + base]} rounds: work the candidate's process "
+                             "left running slows the kernel it is compared with")
+    if f.get("interfered_" + cand, 0) >= INTERFERED_WINDOWS:
+        return KernelFailure(Status.HARNESS_ERROR, f"the GPU was busy with another process right before the "
+                             f"candidate's timed window in {f['interfered_' + cand]} rounds: the pair cannot be "
+                             "compared")
+    return None
 
 
 def calls_per_round(job: dict, wl: dict) -> int:
@@ -184,6 +243,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             # outputs are checked for the poison.
             checked = rng.sample(range(n), min(verify[u].get(r, 1 if r >= verify["early"] else 0), n))
             ref_cache: dict = {}
+            early = 0
             while True:
                 if method[u] not in timers:
                     timers[method[u]] = device_timer(method[u])
@@ -195,6 +255,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         try:
                             got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
                                                        timers[method[u]], checked, ref_cache)
+                        except Early:
+                            raise
                         except capture_error:
                             raise
                         except KernelFailure as e:
@@ -207,6 +269,12 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                             die_if_context_lost(e, device)
                             failures[u] = (tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
                             break
+                except Early:
+                    early += 1  # both labels again: their two windows must be alike to be compared
+                    if early < 4:
+                        continue
+                    failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, "the judge's clock could "
+                                   "not hold the gate until the calls were queued (4 tries)"))
                 except capture_error as e:
                     # Both labels, from this round on, with the other timer: the method must be the same.
                     fig[u]["timer_error"] = f"{method[u]}: {e}"
@@ -219,13 +287,19 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 break
             if u in failures:
                 continue
+            us = paired_figures(fig[u], got, base.label, cand.label, n)
             for label in (base.label, cand.label):
-                fig[u][label].append(got[label]["us"])
+                fig[u][label].append(us[label])
                 fig[u]["host_" + label].append(got[label]["host_us"])
-            fig[u]["method"] = got[cand.label]["method"]
+            both = all("witness" in got[label] for label in (base.label, cand.label))
+            fig[u]["method"] = got[cand.label]["method"] + ("+witness" if both else "")
             if got[cand.label].get("l2_reset"):
                 fig[u]["l2_reset"] = got[cand.label]["l2_reset"]
-            lr = math.log(max(got[cand.label]["us"], 1e-9) / max(got[base.label]["us"], 1e-9))
+            lr = math.log(max(us[cand.label], 1e-9) / max(us[base.label], 1e-9))
+            bad = interference_failure(fig[u], base.label, cand.label)
+            if bad is not None:
+                failures[u] = (cand.label, bad)
+                continue
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
             del sets, warm, ref_cache

@@ -155,7 +155,7 @@ class DeviceTimer:
         return None
 
     def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 3, after=None,
-                   after_kernels: int | None = None) -> dict:
+                   after_kernels: int | None = None, before=None) -> dict:
         """Device time of one call, in microseconds: {'us': median, 'samples': [...], 'method': ...};
         with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged.
 
@@ -164,11 +164,9 @@ class DeviceTimer:
         'late_work' says what else ran there (work a kernel left to land after its calls)."""
         out: dict = {"method": self.method}
         if self.method == "cudagraph":
-            samples = self._graph(calls, replays)
-            if after is not None:
-                after()
+            samples = self._graph(calls, replays, before, after)
         elif self.method == "cupti":
-            samples, stream, late = self._cupti(calls, after, after_kernels)
+            samples, stream, late = self._cupti(calls, after, after_kernels, before)
             out["stream_us"] = median(stream)
             dev, ela = math.fsum(samples), math.fsum(stream)
             if dev > STREAM_RATIO * ela + STREAM_SLACK_US * len(calls):
@@ -178,11 +176,11 @@ class DeviceTimer:
             if late:
                 out["late_work"] = late
         else:
-            samples = self._events(calls, after)
+            samples = self._events(calls, after, before)
         out.update(us=median(samples), samples=samples)
         return out
 
-    def _graph(self, calls: Sequence[Callable[[], object]], replays: int) -> list[float]:
+    def _graph(self, calls: Sequence[Callable[[], object]], replays: int, before=None, after=None) -> list[float]:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         g_calls, g_flush = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
@@ -202,6 +200,8 @@ class DeviceTimer:
         torch.cuda.synchronize()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(4 * replays)]
         order = []
+        if before is not None:
+            before()
         for i in range(replays):
             pair = [(g_calls, "c"), (g_flush, "f")] if i % 2 == 0 else [(g_flush, "f"), (g_calls, "c")]
             for j, (g, kind) in enumerate(pair):
@@ -209,6 +209,8 @@ class DeviceTimer:
                 g.replay()
                 ev[4 * i + 2 * j + 1].record()
                 order.append(kind)
+        if after is not None:  # queued before the wait below: the judge's end mark follows the replays
+            after()
         torch.cuda.synchronize()
         samples = []
         for i in range(replays):
@@ -219,10 +221,12 @@ class DeviceTimer:
         del g_calls, g_flush
         return samples
 
-    def _events(self, calls: Sequence[Callable[[], object]], after=None) -> list[float]:
+    def _events(self, calls: Sequence[Callable[[], object]], after=None, before=None) -> list[float]:
         starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
         ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
         flush = self._flusher()
+        if before is not None:
+            before()
         for c, s, e in zip(calls, [s.record for s in starts], [e.record for e in ends]):
             flush()
             s()
@@ -234,8 +238,8 @@ class DeviceTimer:
         torch.cuda.synchronize()
         return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
 
-    def _cupti(self, calls: Sequence[Callable[[], object]], after=None, after_kernels: int | None = None
-               ) -> tuple[list[float], list[float], str]:
+    def _cupti(self, calls: Sequence[Callable[[], object]], after=None, after_kernels: int | None = None,
+               before=None) -> tuple[list[float], list[float], str]:
         from torch.profiler import ProfilerActivity, profile
         starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
         ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
@@ -250,6 +254,8 @@ class DeviceTimer:
         gc.disable()
         try:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                if before is not None:
+                    before()
                 for c, s, e in window:
                     flush()
                     s()
