@@ -1,9 +1,9 @@
-"""On a CUDA GPU: the judge's own clock (bench/judge/witness.py) decides the candidate's figure.
+"""On a CUDA GPU: the judge's own clock (bench/judge/witness.py) confirms the candidate's figures.
 
     python -m pytest -q -o addopts= -m gpu tests/test_witness_gpu.py -s
 
 Each test prints one line per workload (parent's CUPTI time per call, the candidate's own claim, the
-candidate's figure by the judge's clock, the ratio), which benchmarks/results/ keeps.
+candidate by the judge's clock, the ratio), which benchmarks/results/ keeps.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def show(name: str, out: dict, workloads: list) -> list[dict]:
     for w in workloads:
         c, p = out["labels"]["candidate"][w["uuid"]], out["labels"]["parent"][w["uuid"]]
         print(f"WITNESS {name} n={w['axes']['n']}: {c['status']} parent {p.get('latency_us')} us, candidate "
-              f"claims {c.get('claimed_latency_us')} us, judge's clock {c.get('latency_us')} us, ratio "
+              f"claims {c.get('latency_us')} us, judge's clock {c.get('witness_latency_us')} us, ratio "
               f"{c.get('ratio_vs_parent')}, windows {c.get('window_us')}, interfered "
               f"{c.get('interfered_parent', 0)}/{c.get('interfered_candidate', 0)}; {c.get('message', '')[:160]}")
         recs.append(c)
@@ -61,16 +61,16 @@ def test_an_honest_pair_agrees_with_cupti_and_with_itself():
     for w, c in zip(SIZES, show("A/A", out, SIZES)):
         assert c["status"] == Status.PASSED and "witness" in c["method"], c
         assert not c.get("interfered_parent") and not c.get("interfered_candidate"), c
-        if c["latency_us"] >= 10:  # the issue's bar: within 5 % of CUPTI from 10 us up
-            assert abs(c["claimed_latency_us"] / c["latency_us"] - 1) < 0.05, c
+        if c["latency_us"] >= 10:  # within 5 % of CUPTI from 10 us up
+            assert abs(c["witness_latency_us"] / c["latency_us"] - 1) < 0.05, c
             assert abs(c["ratio_vs_parent"] - 1) < 0.05, c
 
 
-def test_figures_rewritten_in_the_kernel_process_decide_nothing_on_the_gpu():
+def test_figures_rewritten_in_the_kernel_process_are_refused_on_the_gpu():
     out = ab("torch_honest", "rewrites_its_reply_gpu", SIZES[1:])
     for c in show("rewrites", out, SIZES[1:]):
-        assert c["status"] == Status.PASSED and c["ratio_vs_parent"] > 0.9, c
-        assert c["claimed_latency_us"] < 0.5 * c["latency_us"], c  # it did claim 3x
+        assert c["status"] == Status.TAMPERED and "judge's own clock" in c["message"], c
+        assert c.get("ratio_vs_parent") is None
 
 
 def test_outputs_computed_before_the_window_fail_on_the_gpu():

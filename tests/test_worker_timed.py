@@ -436,14 +436,14 @@ def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
     assert not list((tmp_path / ".triton" / "cache").glob("*/planted.cubin"))
 
 
-def test_figures_rewritten_on_their_way_out_of_the_kernel_process_decide_nothing():
-    # The candidate does the parent's work and divides every timing its process sends by 3 (on the
-    # old code: PASSED at ~0.33, a false 3x). The judge's own clock times both windows: the
-    # candidate's figure is the parent's time plus the difference the judge saw, ~1.0.
+def test_figures_rewritten_in_the_kernel_process_disagree_with_the_judges_clock():
+    # The candidate does the parent's work and divides every timing its process makes by 10, in place,
+    # past the seal (on the old code: PASSED at ~0.1-0.3, a false speedup). The judge's own clock times
+    # both windows and sees the candidate as slow as the parent: the figures are refused.
     out, c = against_sleeps_honest("rewrites_its_reply")
-    assert c["status"] == "PASSED", c
-    assert c["ratio_vs_parent"] > 0.8, c
-    assert "witness" in c["method"], c
+    assert c["status"] == "TAMPERED" and "judge's own clock" in c["message"], c
+    assert c.get("ratio_vs_parent") is None
+    assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
 
 
 def test_outputs_computed_before_the_timed_window_are_not_a_speedup():

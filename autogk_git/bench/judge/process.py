@@ -148,9 +148,10 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         c.update(latency_us=stats.median(f["candidate"]), host_latency_us=stats.median(f["host_candidate"]),
                  samples_us=[round(x, 4) for x in f["candidate"]], method=f.get("method"),
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
-        if f.get("claimed_candidate"):  # the judge's clock decided; what the candidate's own process said
-            c.update(claimed_latency_us=stats.median(f["claimed_candidate"]),
-                     window_us={k: round(stats.median(v), 3) for k, v in f["window_us"].items()})
+        if f.get("witness"):  # the candidate as the judge's own clock saw it (rounds.clock_failure)
+            w = f["witness"]
+            c.update(witness_latency_us=stats.median(w["seen"]),
+                     window_us={k: round(stats.median(v), 3) for k, v in w["window_us"].items()})
         for k in ("interfered_parent", "interfered_candidate"):
             if f.get(k):
                 c[k] = f[k]
