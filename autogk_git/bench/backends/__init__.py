@@ -1,6 +1,7 @@
 """Backends, chosen by key. Each takes a job and returns the same result shape."""
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Protocol
 
 from autogk_git.errors import ConfigError
@@ -57,7 +58,13 @@ def _modal(config) -> Backend:
     return ModalBackend(config)
 
 
-BACKENDS: dict[str, Callable[..., Backend]] = {"interpret": _interpret, "local": _local, "modal": _modal}
+def _slurm(config) -> Backend:
+    from autogk_git.bench.backends.slurm.backend import SlurmBackend
+    return SlurmBackend(config)
+
+
+BACKENDS: dict[str, Callable[..., Backend]] = {"interpret": _interpret, "local": _local, "modal": _modal,
+                                               "slurm": _slurm}
 """[bench] backend / --backend key -> factory(config). "auto" is resolved before the look-up (resolve_name)."""
 
 
@@ -68,3 +75,21 @@ def get_backend(name: str, config) -> Backend:
         keys = ["auto", *BACKENDS]
         raise ConfigError(f"unknown backend '{name}'", f"set [bench] backend to {', '.join(keys[:-1])} or {keys[-1]}")
     return factory(config)
+
+
+# A backend that waits on jobs elsewhere (slurm) polls this between queries: when the parallel loop is
+# interrupted its threads are not, and each must cancel its own job rather than wait it out.
+_STOP = threading.Event()
+
+
+def request_stop() -> None:
+    """Ask every backend waiting on a remote job to cancel it and return (Ctrl-C in the parallel loop)."""
+    _STOP.set()
+
+
+def clear_stop() -> None:
+    _STOP.clear()
+
+
+def stop_requested() -> bool:
+    return _STOP.is_set()
