@@ -149,6 +149,8 @@ class SlurmBackend:
                 info["retries"] += 1
                 say(f"SLURM job {job_id} ended {end.state} on {end.node or 'its node'}; submitting again "
                     f"(retry {info['retries']} of {self.s.retries})")
+                for k in ("started", "queue_s"):
+                    info.pop(k, None)
                 job_id = self._submit(job, timeout_s, key, d)
                 submitted = time.time()
                 continue
@@ -164,8 +166,10 @@ class SlurmBackend:
                 if registry.stop_requested():
                     raise KeyboardInterrupt
                 started = _read(d / "started.json")
-                if started and submitted and "queue_s" not in info:
-                    info["queue_s"] = round(max(0.0, started["started"] - submitted), 3)
+                if started and "started" not in info:
+                    info["started"] = started["started"]
+                    if submitted:
+                        info["queue_s"] = round(max(0.0, started["started"] - submitted), 3)
                 offset = _forward(d / "progress.jsonl", offset, on_progress)
                 done = _read(d / "result.json")
                 if done is not None:
