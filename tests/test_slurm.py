@@ -383,3 +383,25 @@ def test_iterate_after_a_crash_waits_for_the_job_it_left_instead_of_submitting_a
     assert res["stages"]["quick"]["slurm"]["job_id"] == left["id"]
     assert res["stages"]["quick"]["slurm"]["resumed"] is True
     git(project, "fsck", "--no-progress")
+
+
+# ------------------------------------------------------------------------------------------------
+# doctor
+# ------------------------------------------------------------------------------------------------
+
+def test_doctor_checks_the_cluster_the_partition_and_the_shared_folder_from_a_compute_node(project, slurm,
+                                                                                          monkeypatch):
+    out = subprocess.run([str(BIN / "autogk"), "doctor"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert f"SLURM partition {PARTITION}: up, 1 node(s)" in out.stdout, out.stdout
+    assert f"shared folder {slurm}: writable here" in out.stdout
+    assert "sees the shared folder and imports autogk" in out.stdout
+    assert "problem: SLURM" not in out.stdout
+    monkeypatch.setenv("AUTOGK_SLURM_PARTITION", "gpu")
+    out = subprocess.run([str(BIN / "autogk"), "doctor"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert "problem: SLURM: [slurm] partition gpu is not one of sinfo's: cpu; set [slurm] partition" in out.stdout
+    monkeypatch.setenv("AUTOGK_SLURM_PARTITION", PARTITION)
+    monkeypatch.setenv("AUTOGK_SLURM_INSIDE", "local")
+    monkeypatch.setenv("AUTOGK_SLURM_GRES", "gpu:1")
+    out = subprocess.run([str(BIN / "autogk"), "doctor"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert "asks for 1 GPU(s), but partition cpu's nodes have 0" in out.stdout

@@ -126,10 +126,10 @@ def partitions() -> dict[str, dict[str, str]]:
         if len(p) < 6:
             continue
         name = p[0].rstrip("*")
-        rec = parts.setdefault(name, {"avail": p[1], "nodes": "0", "gres": p[3], "states": "", "cpus": p[5],
+        rec = parts.setdefault(name, {"avail": p[1], "nodes": "0", "gres": "", "states": "", "cpus": p[5],
                                       "default": str(p[0].endswith("*"))})
         rec["nodes"] = str(int(rec["nodes"]) + (int(p[2]) if p[2].isdigit() else 0))
         rec["states"] = ",".join(filter(None, [rec["states"], p[4]]))
-        if p[3] not in ("(null)", "") and p[3] not in rec["gres"]:
-            rec["gres"] = ",".join(filter(None, [rec["gres"] if rec["gres"] != "(null)" else "", p[3]]))
+        if p[3] not in ("(null)", "") and p[3] not in rec["gres"]:  # node groups with different GPUs
+            rec["gres"] = ",".join(filter(None, [rec["gres"], p[3]]))
     return parts
