@@ -92,9 +92,9 @@ def make_slots(project: Project, k: int, say: ex.Say) -> list[Slot]:
 def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits, research: Research,
                  say: ex.Say, report: LoopReport) -> None:
     """Keep k experiments in flight until a limit is reached or the agent's ideas run out."""
-    from autogk_git.bench import backends
+    from autogk_git.bench.backends import stop as bench_stop
     slots = make_slots(project, k, say)
-    backends.clear_stop()
+    bench_stop.clear()
     free = list(slots)
     running: dict[Future, tuple[Opened, Slot]] = {}
     started = repeats = 0
@@ -166,7 +166,7 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
     except BaseException:
         # Ctrl-C or a failed conclusion: measurements write nothing, so whatever is left open is
         # measured again by the next `autogk iterate` (resume).
-        backends.request_stop()  # benchmarks waiting on remote jobs (slurm) cancel them and return
+        bench_stop.request()  # benchmarks waiting on remote jobs (slurm) cancel them and return
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)

@@ -1,7 +1,6 @@
 """Backends, chosen by key. Each takes a job and returns the same result shape."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Protocol
 
 from autogk_git.errors import ConfigError
@@ -75,21 +74,3 @@ def get_backend(name: str, config) -> Backend:
         keys = ["auto", *BACKENDS]
         raise ConfigError(f"unknown backend '{name}'", f"set [bench] backend to {', '.join(keys[:-1])} or {keys[-1]}")
     return factory(config)
-
-
-# A backend that waits on jobs elsewhere (slurm) polls this between queries: when the parallel loop is
-# interrupted its threads are not, and each must cancel its own job rather than wait it out.
-_STOP = threading.Event()
-
-
-def request_stop() -> None:
-    """Ask every backend waiting on a remote job to cancel it and return (Ctrl-C in the parallel loop)."""
-    _STOP.set()
-
-
-def clear_stop() -> None:
-    _STOP.clear()
-
-
-def stop_requested() -> bool:
-    return _STOP.is_set()

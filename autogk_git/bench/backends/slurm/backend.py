@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autogk_git.bench import backends as registry
+from autogk_git.bench.backends import stop
 from autogk_git.bench.backends.slurm import cluster
 from autogk_git.bench.judge import hygiene
 from autogk_git.bench.judge.status import Status
@@ -163,7 +163,7 @@ class SlurmBackend:
         offset = 0
         try:
             while True:
-                if registry.stop_requested():
+                if stop.requested():
                     raise KeyboardInterrupt
                 started = _read(d / "started.json")
                 if started and "started" not in info:

@@ -98,7 +98,7 @@ def query(job_id: str) -> JobState | None:
 
 def find(comment: str, user: str | None = None) -> JobState | None:
     """A live job of this user whose comment is `comment` (left by an earlier, interrupted run)."""
-    user = user or os.environ.get("USER") or _whoami()
+    user = user or _whoami()
     out = _run(["squeue", "-h", "-u", user, "-O", _FIELDS], check=False)
     for line in out.stdout.splitlines():
         st = _parse(line)
