@@ -54,6 +54,7 @@ def bench_env(conf: str, work: Path) -> dict:
 
 
 def make_project(root: Path, env: dict) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     proj = root / "proj"
     sh(sys.executable, "-m", "autogk_git", "init", str(proj), "--definition", str(DATA / "definition.json"),
        "--workloads", str(DATA / "workloads.jsonl"), "--no-check", cwd=root, env=env)

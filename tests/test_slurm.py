@@ -364,6 +364,20 @@ def test_ctrl_c_cancels_the_loops_queued_job_and_iterate_resumes(project, slurm,
     git(project, "fsck", "--no-progress")
 
 
+def test_ctrl_c_in_parallel_cancels_every_job_the_loop_has_in_flight(project, slurm, tmp_path):
+    scontrol("update", f"partitionname={PARTITION}", "state=down")
+    log = tmp_path / "parallel.log"
+    proc = start_iterate(project, log, "-n", "2", "--parallel", "2")
+    deadline = time.monotonic() + 240
+    while len(our_jobs()) < 2:  # both experiments' first jobs queued at once
+        assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+        time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    # The benchmark threads, not only the main one, stop: each cancels its own job.
+    assert proc.wait(timeout=90) == 130, log.read_text()
+    assert not our_jobs(), "Ctrl-C left the parallel loop's jobs in the queue"
+
+
 def test_iterate_after_a_crash_waits_for_the_job_it_left_instead_of_submitting_again(project, slurm, tmp_path):
     scontrol("update", f"partitionname={PARTITION}", "state=down")
     log = tmp_path / "first.log"
