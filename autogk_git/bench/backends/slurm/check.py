@@ -3,12 +3,13 @@ for, the shared folder is writable here, and a probe job on a compute node reads
 from __future__ import annotations
 
 import secrets
+import shlex
 import sys
 import time
 from typing import Any
 
 from autogk_git.bench.backends.slurm import cluster
-from autogk_git.bench.backends.slurm.backend import PACKAGE_ROOT, _q, shared_folder
+from autogk_git.bench.backends.slurm.backend import PACKAGE_ROOT, shared_folder
 from autogk_git.errors import BenchError
 
 PROBE_WAIT_S = 90.0  # a probe still queued after this is reported as queued, not as a failure
@@ -83,11 +84,11 @@ def _probe(config, d, token: str, problems: list[str]) -> str:
     """A tiny job: read the token from the shared folder and import autogk with [slurm] python."""
     s = config.slurm
     python = s.python.strip() or sys.executable
-    script = "\n".join(["#!/bin/bash", f"export PYTHONPATH={_q(str(PACKAGE_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}"
+    script = "\n".join(["#!/bin/bash", f"export PYTHONPATH={shlex.quote(str(PACKAGE_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}"
                         if not s.python.strip() else "", s.setup,
-                        f"test \"$(cat {_q(str(d / ('probe-' + token)))})\" = {token} || {{ echo NOSHARE; exit 1; }}",
-                        f"{_q(python)} -c 'import autogk_git.bench.backends.slurm.job_main' || {{ echo NOIMPORT; exit 1; }}",
-                        f"echo ok > {_q(str(d / ('probe-' + token + '.ok')))}"]) + "\n"
+                        f"test \"$(cat {shlex.quote(str(d / ('probe-' + token)))})\" = {token} || {{ echo NOSHARE; exit 1; }}",
+                        f"{shlex.quote(python)} -c 'import autogk_git.bench.backends.slurm.job_main' || {{ echo NOIMPORT; exit 1; }}",
+                        f"echo ok > {shlex.quote(str(d / ('probe-' + token + '.ok')))}"]) + "\n"
     opts = ["--job-name=autogk-doctor", "--time=2", f"--output={d}/probe-{token}.out", "--ntasks=1", "--cpus-per-task=1"]
     for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
         if value.strip():
