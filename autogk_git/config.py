@@ -56,7 +56,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
                        rule="a relative path inside the repository"),
     },
     "bench": {
-        "backend": Key(str, "auto", "where benchmarks run", ("auto", "interpret", "local", "modal")),
+        "backend": Key(str, "auto", "where benchmarks run", ("auto", "interpret", "local", "modal", "slurm")),
         "gpu": Key(str, "", "local: CUDA device indices to use, e.g. '0,1'; empty: all"),
         "stride": Key(int, 4, "stride stage: time every k-th workload", check=_pos, rule="> 0"),
         "trials": Key(int, 3, "fresh input sets per correctness check", check=_pos, rule="> 0"),
@@ -147,6 +147,25 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "inline_blobs_mb": Key(int, 32, "blobs up to this many MiB per job travel inside the call",
                                check=lambda x: x >= 0, rule=">= 0"),
         "volume": Key(str, "autogk-blobs", "Modal Volume for larger blobs; empty: refuse larger blobs"),
+    },
+    "slurm": {
+        "partition": Key(str, "", "partition the jobs go to (sbatch --partition); empty: the cluster's default"),
+        "gres": Key(str, "", "generic resources per job, e.g. 'gpu:1' or 'gpu:h200:1' (sbatch --gres); empty: none"),
+        "inside": Key(str, "local", "what the job runs: local (its GPUs, timed) or interpret (CPU, a CPU partition)",
+                      ("local", "interpret")),
+        "time": Key(str, "", "job time limit in SLURM's format ('30', '1:00:00'); empty: [bench] timeout_s + 2 min"),
+        "cpus": Key(int, 2, "CPUs per job (sbatch --cpus-per-task)", check=_pos, rule="> 0"),
+        "mem": Key(str, "", "memory per job, e.g. '32G' (sbatch --mem); empty: the partition's default"),
+        "account": Key(str, "", "account to charge (sbatch --account); empty: your default"),
+        "qos": Key(str, "", "quality of service (sbatch --qos); empty: the default"),
+        "sbatch": Key(list, [], "more sbatch options, one per item, e.g. ['--constraint=h200', '--exclusive']"),
+        "setup": Key(str, "", "shell lines the job runs before the worker, e.g. 'module load cuda; source venv/bin/activate'"),
+        "python": Key(str, "", "the Python with autogk installed, as the compute node sees it; empty: this one"),
+        "shared": Key(str, "", "folder for job files that the login and compute nodes both see; "
+                      "empty: ~/.autogk/slurm (home is shared on most clusters)"),
+        "poll_s": Key(float, 2.0, "seconds between squeue queries", check=_pos, rule="> 0"),
+        "retries": Key(int, 1, "resubmissions after a node failure or preemption",
+                       check=lambda x: x >= 0, rule=">= 0"),
     },
 }
 
@@ -303,6 +322,8 @@ SECTION_NOTES = {
     "modal": ("Modal runs benchmarks on a datacenter GPU: [bench] backend = \"modal\" or `autogk iterate --backend modal`.",
               "Its token comes from `modal token new` (~/.modal.toml) or MODAL_TOKEN_ID/MODAL_TOKEN_SECRET, never from here;",
               "`autogk doctor` says whether it is set up. The image is pinned by python/torch/triton/safetensors below."),
+    "slurm": ("SLURM runs each benchmark as one sbatch job: [bench] backend = \"slurm\". The shared folder must be",
+              "visible from the compute nodes; `autogk doctor` submits a probe job to check it."),
 }
 
 

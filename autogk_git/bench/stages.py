@@ -54,7 +54,7 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
             if status.startswith("checked:"):  # a timed job's check, before its rounds
                 progress(f"  {stage}: {label} checked on {uuid[:8]}: {status.split(':', 1)[1]} ({elapsed_s:.1f} s)")
                 return
-            if label == "round":
+            if label in ("round", "queue"):  # a timed job's round; a queued job's state (slurm)
                 progress(f"  {stage}: {status} ({elapsed_s:.1f} s)")
                 return
             done[0] += 1
@@ -63,7 +63,7 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
     stage_res = {"workloads": {label: w for label, w in out["labels"].items()},
                  "environment": out["environment"], "attempts": out["attempts"],
                  "elapsed_s": round(time.time() - t0, 3)}
-    for key in ("timing", "ab", "gpu_s", "gpu"):
+    for key in ("timing", "ab", "gpu_s", "gpu", "slurm"):
         if key in out:
             stage_res[key] = out[key]
     stage_res["summary"] = {label: summarize(w) for label, w in out["labels"].items()}

@@ -143,6 +143,10 @@ def checks() -> dict[str, Any]:
     out["modal"] = modal_status(cfg)
     if (out.get("project") or {}).get("backend") == "modal" and not out["modal"]["ready"]:
         out["problems"].append(f"[bench] backend is modal but Modal is not set up: {out['modal']['next']}")
+    if (out.get("project") or {}).get("backend") == "slurm":  # asks the cluster: sinfo and a probe job
+        from autogk_git.bench.backends.slurm import check as slurm_check
+        out["slurm"] = slurm_check.status(cfg)
+        out["problems"] += [f"SLURM: {p}" for p in out["slurm"]["problems"]]
     return out
 
 
@@ -172,6 +176,8 @@ def doctor(as_json) -> int:
     else:
         click.echo(f"Modal: not set up ({'no token' if m['installed'] else 'not installed'}); "
                    f"to use the modal backend: {m['next']}")
+    for line in (info.get("slurm") or {}).get("lines", []):
+        click.echo(line)
     p = info.get("project")
     if p:
         missing = [h for h, state in p["hooks"].items() if state != "installed"]

@@ -69,7 +69,9 @@ def make_slots(project: Project, k: int, say: ex.Say) -> list[Slot]:
     backend = resolve_name(project.config.bench.backend)
     if backend != "local":
         where = {"modal": f"its own Modal container ({project.config.modal.gpu})",
-                 "interpret": "its own CPU interpreter process"}.get(backend, backend)
+                 "interpret": "its own CPU interpreter process",
+                 "slurm": f"its own SLURM job (partition {project.config.slurm.partition or 'the default'})",
+                 }.get(backend, backend)
         say(f"parallel: {k} experiments at once, each benchmarked in {where}")
         return [Slot(i, None, project) for i in range(k)]
     devices = gpu_indices(project.config)
@@ -90,7 +92,9 @@ def make_slots(project: Project, k: int, say: ex.Say) -> list[Slot]:
 def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits, research: Research,
                  say: ex.Say, report: LoopReport) -> None:
     """Keep k experiments in flight until a limit is reached or the agent's ideas run out."""
+    from autogk_git.bench.backends import stop as bench_stop
     slots = make_slots(project, k, say)
+    bench_stop.clear()
     free = list(slots)
     running: dict[Future, tuple[Opened, Slot]] = {}
     started = repeats = 0
@@ -162,6 +166,7 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
     except BaseException:
         # Ctrl-C or a failed conclusion: measurements write nothing, so whatever is left open is
         # measured again by the next `autogk iterate` (resume).
+        bench_stop.request()  # benchmarks waiting on remote jobs (slurm) cancel them and return
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)

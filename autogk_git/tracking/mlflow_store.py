@@ -155,7 +155,20 @@ def _tags(result: dict[str, Any]) -> dict[str, str]:
         "autogk.rule": verdict.get("rule", ""), "autogk.figures": verdict.get("figures", ""),
         "mlflow.runName": run_name(result), "autogk.commit_short": result["commit"][:10],
         "mlflow.note.content": f"{verdict.get('decision', '').upper()}: {verdict.get('reason', '')}",
+        **_slurm_tags(result),
     }
+
+
+def _slurm_tags(result: dict[str, Any]) -> dict[str, str]:
+    """Where each stage's SLURM job ran (slurm backend): `autogk.slurm.<stage>` = 'job 12 on node, GPU 0'."""
+    out = {}
+    for stage, res in (result.get("stages") or {}).items():
+        info = res.get("slurm") or {}
+        if info.get("job_id"):
+            out[f"autogk.slurm.{stage}"] = (f"job {info['job_id']} on {info.get('node') or '?'}"
+                                            + (f", GPU {info['gpus']}" if info.get("gpus") else "")
+                                            + (f", {info['state']}" if info.get("state") not in (None, "COMPLETED") else ""))
+    return out
 
 
 def _params(result: dict[str, Any]) -> dict[str, str]:

@@ -57,7 +57,13 @@ def _modal(config) -> Backend:
     return ModalBackend(config)
 
 
-BACKENDS: dict[str, Callable[..., Backend]] = {"interpret": _interpret, "local": _local, "modal": _modal}
+def _slurm(config) -> Backend:
+    from autogk_git.bench.backends.slurm.backend import SlurmBackend
+    return SlurmBackend(config)
+
+
+BACKENDS: dict[str, Callable[..., Backend]] = {"interpret": _interpret, "local": _local, "modal": _modal,
+                                               "slurm": _slurm}
 """[bench] backend / --backend key -> factory(config). "auto" is resolved before the look-up (resolve_name)."""
 
 
