@@ -109,13 +109,25 @@ def warn_unknown_variables() -> None:
                       "see the commented keys in .autogk.toml"), err=True)
 
 
+def as_printed(text: str) -> str:
+    """The one rule for a printed command: it works as printed. `autogk ...` in backticks (or opening a
+    hint) becomes the way this installation is called (invocation.command_name: the full path of the
+    script when PATH does not find it, as before `source .venv/bin/activate`)."""
+    import re
+    from autogk_git.invocation import command_name
+    cmd = command_name()
+    if cmd == "autogk":
+        return text
+    return re.sub(r"(^|`)autogk (?=[a-z-])", lambda m: f"{m[1]}{cmd} ", text)
+
+
 def main() -> None:
     try:
         rc = cli.main(standalone_mode=False)
     except AutogkError as e:
         click.echo(f"error: {e.message}", err=True)
         if e.hint:
-            click.echo(f"hint: {e.hint}", err=True)
+            click.echo(f"hint: {as_printed(e.hint)}", err=True)
         sys.exit(1)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -22,7 +22,7 @@ def conclude(number, target, as_json) -> int:
     name = project.target(target).name
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     if number is not None and number not in {n for n, _ in left_open(project, name)}:
-        raise AutogkError(f"experiment #{number} of {name} is not open (no branch autogk/{name}/{number:04d}-...)",
+        raise AutogkError(f"experiment #{number} of {name} is not open (it has no experiment branch)",
                           "list the open ones with `autogk log --state open`")
     with RepoLock(project.state_dir):
         done = resume(project, name, say, only=number, stay=True)
@@ -32,7 +32,13 @@ def conclude(number, target, as_json) -> int:
     if not done:
         click.echo(f"nothing to conclude: no open experiment of {name}")
         return 0
-    click.echo(f"concluded {Tally.of(e['decision'] for e in done if e.get('decision') not in ('finished', 'discarded')).words()}"
-               + (f"; {sum(e['decision'] == 'discarded' for e in done)} empty branch(es) discarded"
-                  if any(e["decision"] == "discarded" for e in done) else ""))
+    fresh = [e for e in done if e.get("decision") not in ("finished", "discarded")]
+    finished = [e for e in done if e.get("decision") == "finished"]
+    discarded = [e for e in done if e.get("decision") == "discarded"]
+    if fresh:
+        click.echo(f"concluded {Tally.of(e['decision'] for e in fresh).words()}")
+    for e in finished:  # a branch left checked out: its verdict was applied before
+        click.echo(f"#{e['number']:04d} was concluded already ({e['outcome'].split('(', 1)[-1].rstrip(')')})")
+    if discarded:
+        click.echo(f"{len(discarded)} empty experiment branch(es) discarded")
     return 0

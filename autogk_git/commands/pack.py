@@ -27,7 +27,7 @@ def default_rev(project: Project, target: str) -> tuple[str, str]:
             return b.trunk_commit, f"best kept experiment #{b.row.number:04d} ({b.row.hypothesis})"
     if repo.rev(project.root, refs.branch(project.trunk)):
         # The words of `autogk best`: one source for why nothing is best ("nothing kept" only when so).
-        why = found[0].basis if found else f"no experiment on '{project.trunk}' yet"
+        why = found[0].basis if found else f"no experiment yet; run `autogk iterate`"
         return project.trunk, f"the tip of '{project.trunk}', no best kernel: {why}"
     return "HEAD", "HEAD"
 
