@@ -15,6 +15,7 @@ from autogk_git.errors import AutogkError
 COMMANDS = {
     "init": "autogk_git.commands.init:init",
     "iterate": "autogk_git.commands.iterate:iterate",
+    "conclude": "autogk_git.commands.conclude:conclude",
     "bench": "autogk_git.commands.bench:bench",
     "log": "autogk_git.commands.log:log",
     "show": "autogk_git.commands.show:show",
@@ -54,6 +55,7 @@ class LazyGroup(click.Group):
 HELP = {
     "init": "Make a repo an autogk project and add a kernel target.",
     "iterate": "Run the optimization loop: propose, commit, benchmark, keep or revert.",
+    "conclude": "Conclude open or hand-made experiments (benchmark if needed); start none.",
     "bench": "Benchmark a kernel (the trunk's by default) without an experiment.",
     "log": "One line per experiment: number, verdict, hypothesis, figures (filters, --json).",
     "show": "One experiment: plan, diff and per-workload table.",
@@ -94,6 +96,29 @@ def quiet_libraries(verbose: int) -> None:
 def cli(verbose: int) -> None:
     """autogk: a git repository as an autonomous, statistically honest Triton kernel optimizer."""
     quiet_libraries(verbose or env.verbosity())
+    warn_unknown_variables()
+
+
+def warn_unknown_variables() -> None:
+    """One line per AUTOGK_* variable that nothing reads (a typo would otherwise be ignored silently)."""
+    from autogk_git.config import SCHEMA
+    names = [env.config_override_name(sec, key) for sec, keys in SCHEMA.items() for key in keys]
+    for name, close in env.unknown_autogk_names(names):
+        click.echo(f"warning: {name} is set but autogk reads no such variable"
+                   + (f"; did you mean {close}?" if close else "; config overrides are AUTOGK_<SECTION>_<KEY>, "
+                      "see the commented keys in .autogk.toml"), err=True)
+
+
+def as_printed(text: str) -> str:
+    """The one rule for a printed command: it works as printed. `autogk ...` in backticks (or opening a
+    hint) becomes the way this installation is called (invocation.command_name: the full path of the
+    script when PATH does not find it, as before `source .venv/bin/activate`)."""
+    import re
+    from autogk_git.invocation import command_name
+    cmd = command_name()
+    if cmd == "autogk":
+        return text
+    return re.sub(r"(^|`)autogk (?=[a-z-])", lambda m: f"{m[1]}{cmd} ", text)
 
 
 def main() -> None:
@@ -102,7 +127,7 @@ def main() -> None:
     except AutogkError as e:
         click.echo(f"error: {e.message}", err=True)
         if e.hint:
-            click.echo(f"hint: {e.hint}", err=True)
+            click.echo(f"hint: {as_printed(e.hint)}", err=True)
         sys.exit(1)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -182,3 +182,22 @@ def mlflow_bind_set(environ: Environ | None = None) -> list[str]:
 def config_override_name(section: str, key: str) -> str:
     """AUTOGK_<SECTION>_<KEY>: the variable that overrides [section] key of .autogk.toml (see config.SCHEMA)."""
     return f"AUTOGK_{section.upper()}_{key.upper()}"
+
+
+# AUTOGK_ variables read or set outside this module's getters (see the docstring): not typos.
+NOT_READ_HERE = ("AUTOGK_SANDBOX", "AUTOGK_PROFILE_DIR", "AUTOGK_JOB_TAG", "AUTOGK_PROMPT_FILE",
+                 "AUTOGK_HYPOTHESIS_FILE", "AUTOGK_WORKTREE", "AUTOGK_TARGET_DIR", "AUTOGK_EDITABLE",
+                 "AUTOGK_EXPERIMENT", "AUTOGK_IN_MODAL", "AUTOGK_SETUP_PIP")
+
+
+def unknown_autogk_names(config_names: list[str], environ: Environ | None = None) -> list[tuple[str, str | None]]:
+    """(name, the known name it is closest to, or None) for each AUTOGK_* variable set that nothing reads:
+    a mistyped override is otherwise ignored without a word. config_names: every config override's name."""
+    import difflib
+    known = {*GETTERS, *NOT_READ_HERE, *config_names}
+    env = os.environ if environ is None else environ
+    out = []
+    for name in sorted(n for n in env if n.startswith("AUTOGK_") and n not in known):
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        out.append((name, close[0] if close else None))
+    return out

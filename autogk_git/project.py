@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git import config as config_mod
-from autogk_git.errors import InputDataNeeded, NotAProject, TargetError
+from autogk_git.errors import AutogkError, InputDataNeeded, NotAProject, TargetError
 from autogk_git.git import worktrees
 
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
@@ -65,11 +65,30 @@ def editable_match(repo_path: str, target_rel: str, globs: list[str]) -> bool:
     return any(fnmatch.fnmatch(rel, g) for g in globs)
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The top of the worktree that holds `.autogk.toml`."""
+_WARNED: set[Path] = set()
+
+
+def warn_bad_config(root: Path) -> None:
+    """Read commands (log, show) need no config; one that does not load is still said, once a process:
+    silence would let the next `iterate` be the first to tell."""
+    if root in _WARNED:
+        return
+    _WARNED.add(root)
+    try:
+        config_mod.load(root)
+    except AutogkError as e:
+        import sys
+        print(f"warning: {e.message}" + (f" ({e.hint})" if e.hint else "") + "; read commands go on without it",
+              file=sys.stderr)
+
+
+def find_root(start: Path | None = None, warn: bool = True) -> Path:
+    """The top of the worktree that holds `.autogk.toml` (warn: say once if it does not load)."""
     start = (start or Path.cwd()).resolve()
     for p in (start, *start.parents):
         if (p / config_mod.CONFIG_NAME).is_file():
+            if warn:
+                warn_bad_config(p)
             return p
     raise NotAProject(f"{start} is not inside an autogk project (no {config_mod.CONFIG_NAME} found)",
                       "run `autogk init` here, or cd into a project")
@@ -299,7 +318,7 @@ class Project:
 
     @classmethod
     def find(cls, start: Path | None = None) -> "Project":
-        return cls(find_root(start))
+        return cls(find_root(start, warn=False))  # its config is loaded on use: an error then says it
 
     @cached_property
     def git_common_dir(self) -> Path:

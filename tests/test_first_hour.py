@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import DATA, autogk, git
+from conftest import DATA, autogk, autogk_in, git
 from review_support import copy_project, iterated_template
 
 SCALE = DATA / "scale"
@@ -32,6 +32,8 @@ def test_init_says_when_workloads_are_too_big_for_the_cpu(tmp_path):
     warn = next(ln for ln in out.splitlines() if ln.startswith("warning: none of the 5 workload(s)"))
     assert "over [bench] cpu_max_numel" in warn and "> 1)" in warn
     assert "iterate --backend local" in warn and "AUTOGK_BENCH_CPU_MAX_NUMEL=" in warn
+    # The limit it names admits every workload it skipped (the largest, n=4096: 8192 input elements).
+    assert "AUTOGK_BENCH_CPU_MAX_NUMEL=8192 " in warn and "cpu_max_numel = 8192`" in warn, warn
     out = _init(tmp_path / "again", "--no-check").stdout  # the default limit fits every scale workload
     assert "cpu_max_numel" not in out
 
@@ -87,3 +89,41 @@ def test_bisect_counts_one_from_notes_and_one_benchmarked(iterated):
     text = autogk(root, "bisect", good, "main").stdout
     # The second run answers BAD from the bisect note the first one wrote.
     assert "2 commit(s) judged: 2 from notes, 0 benchmarked" in text
+
+
+def test_log_filters_by_the_word_it_prints(project):
+    out = autogk_in(project, "log", "--verdict", "held")
+    assert out.returncode == 0 and "no experiments match" in out.stdout, out.stderr
+
+
+def test_a_config_that_does_not_load_is_said_once_by_read_commands(project):
+    with open(project / ".autogk.toml", "a") as f:
+        f.write("[bench\n")
+    out = autogk(project, "log")
+    assert out.returncode == 0
+    warns = [ln for ln in out.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warns) == 1 and "not valid TOML" in warns[0] and "fix the syntax" in warns[0], out.stderr
+
+
+def test_a_mistyped_autogk_variable_is_warned_about(project):
+    out = autogk(project, "log", env={"AUTOGK_BENCH_CPU_MAX_NUMLE": "5", "AUTOGK_BENCH_BACKEND": "interpret"})
+    warns = [ln for ln in out.stderr.splitlines() if ln.startswith("warning:")]
+    assert warns == ["warning: AUTOGK_BENCH_CPU_MAX_NUMLE is set but autogk reads no such variable; "
+                     "did you mean AUTOGK_BENCH_CPU_MAX_NUMEL?"], out.stderr
+
+
+def test_hooks_and_pack_print_json(project):
+    hooks = json.loads(autogk_in(project, "hooks", "install", "--json").stdout)
+    assert hooks["hooks"] and set(hooks["hooks"].values()) == {"installed"}, hooks
+    info = json.loads(autogk_in(project, "pack", "--force", "--json").stdout)
+    assert info["commit"] == git(project, "rev-parse", "main").strip() and info["path"].endswith(".json")
+    assert "no best kernel" in info["why"] and "run `autogk iterate`" in info["why"], info
+
+
+def test_a_hint_names_autogk_as_it_can_be_called(project):
+    """Before `source .venv/bin/activate` PATH finds no `autogk`: a hint's command is the script's full path."""
+    import os
+    from conftest import BIN
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(BIN))
+    out = autogk(project, "show", "999", check=False, env={"PATH": path})
+    assert out.returncode == 1 and f"hint: list them with `{BIN / 'autogk'} log`" in out.stderr, out.stderr

@@ -31,16 +31,22 @@ def sh(cwd: Path, line: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def test_the_readme_share_section_word_for_word(iterated, tmp_path):
+@pytest.mark.parametrize("default_branch, branch", [("main", "main"), ("master", "main"), ("master", "master")])
+def test_the_readme_share_section_word_for_word(iterated, tmp_path, default_branch, branch):
+    """Whatever git's default branch (`init.defaultBranch`) and whatever the project's branch is called:
+    a hub made where git's default is `master` must not point at a branch nobody pushed."""
+    git(tmp_path, "config", "--global", "init.defaultBranch", default_branch)
+    if branch != "main":
+        git(iterated, "branch", "-m", "main", branch)
     exps = {e["number"]: e["decision"] for e in iterate_report(iterated)["experiments"]}
     publish, clone = readme_blocks("Share a run")
     hub = tmp_path / "hub.git"
     for line in publish:
         sh(iterated, line)
-        if line.startswith("git push hub main"):
+        if line.startswith("git push hub"):
             # A plain push sends the branch and nothing of autogk's: what git does is not changed.
             hub_refs = git(hub, "for-each-ref", "--format=%(refname)").split()
-            assert "refs/heads/main" in hub_refs and not [r for r in hub_refs if "autogk" in r], hub_refs
+            assert f"refs/heads/{branch}" in hub_refs and not [r for r in hub_refs if "autogk" in r], hub_refs
     hub_refs = git(hub, "for-each-ref", "--format=%(refname)").split()
     assert "refs/notes/autogk/results" in hub_refs and "refs/notes/autogk/plans" in hub_refs
     assert sum(r.startswith("refs/autogk/") for r in hub_refs) == len(exps)
@@ -50,6 +56,7 @@ def test_the_readme_share_section_word_for_word(iterated, tmp_path):
     elsewhere.mkdir()
     out = sh(elsewhere, "\n".join(clone))
     copy = elsewhere / "run-copy"
+    assert git(copy, "branch", "--show-current").strip() == branch  # the clone checked the pushed branch out
     rows = json.loads(autogk(copy, "log", "--json").stdout)
     assert {r["number"]: r["decision"] for r in rows} == exps
     for n in exps:

@@ -39,7 +39,7 @@ def test_a_kernel_wrong_only_off_the_subsets_is_reverted_and_show_says_where(pro
     res = notes_json(project, sha)
     v = res["verdict"]
     assert v["decision"] == "revert" and v["outcome"] == "incorrect"
-    assert "in full on workload 00000000 (n=333)" in v["reason"] and "INCORRECT_NUMERICAL" in v["reason"]
+    assert "in full on workload n=333" in v["reason"] and "INCORRECT_NUMERICAL" in v["reason"]
     assert res["stages"]["quick"]["summary"]["candidate"]["correct"]  # the subsets alone would have passed it
     assert {w["axes"]["n"] for w in [json.loads(l)["workload"] for l in
                                      (project / "kernels/scale/workloads.jsonl").read_text().splitlines()]
@@ -58,7 +58,7 @@ def test_workloads_over_the_cpu_limit_are_named_in_the_verdict_show_and_doctor(p
     assert e["decision"] == "keep"  # the template merges correct untimed candidates
     v = notes_json(project, e["commit"])["verdict"]
     assert "4 of 5 workloads checked" in v["reason"] and "1 over [bench] cpu_max_numel" in v["reason"], v["reason"]
-    assert "(n=4096)" in v["reason"] and not v["coverage"]["complete"]
+    assert "n=4096" in v["reason"] and not v["coverage"]["complete"]
     shown = autogk(project, "show", "1", env=env).stdout
     assert "not checked" in shown and "cpu_max_numel" in shown
     # Not judged on every workload: not the best, and not packed without --force.

@@ -91,7 +91,7 @@ def test_a_slowdown_on_the_largest_workload_hidden_by_the_geomean_is_reverted(tm
     assert v["ratio"] < 0.95 and v["ci_high"] < 1 - p.config.bench.min_effect  # the geomean alone: keep
     assert per[largest] > 1.2
     assert v["decision"] == "revert" and v["outcome"] == "guard"
-    assert f"(n={SIZES[-1]})" in v["reason"] and "slower than its parent by" in v["reason"]
+    assert f"n={SIZES[-1]}" in v["reason"] and "slower than its parent by" in v["reason"]
     # With the guard off the same figures keep it: the guard, not the objective, caught it.
     loose = config_mod.parse({"bench": {"backend": "local", "min_rounds": 5, "max_rounds": 12, "guard": 0.9}})
     assert PairedRatioRule().decide(bench, loose)["decision"] == "keep"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from autogk_git import tunables
+from autogk_git.record.tally import Tally
 from autogk_git.record import notes
 from autogk_git.record import refs
 from autogk_git.record.figures import latencies
@@ -162,9 +163,9 @@ def offline_sections(history: list[dict[str, Any]], kernel: str, inspector: dict
         reason = (r.get("verdict") or {}).get("reason") or ""
         m = re.search(r"\b([A-Z_]{6,})\b", reason)
         statuses[m.group(1) if m else "other"] = statuses.get(m.group(1) if m else "other", 0) + 1
-    diag = [f"{len(history)} experiment(s): {len(kept)} kept, {len(history) - len(kept)} reverted, "
-            f"{len(wrong)} incorrect." + (f" Failures: {', '.join(f'{k} x{v}' for k, v in statuses.items())}."
-                                          if statuses else "")]
+    counts = Tally.of((r.get("verdict") or {}).get("decision") for r in history)
+    diag = [f"{counts.words()}; {len(wrong)} incorrect." + (
+        f" Failures: {', '.join(f'{k} x{v}' for k, v in statuses.items())}." if statuses else "")]
     figs = [(r.get("experiment"), figure(r)) for r in history[-8:]]
     figs = [(n, f) for n, f in figs if f is not None]
     if figs:
@@ -172,7 +173,11 @@ def offline_sections(history: list[dict[str, Any]], kernel: str, inspector: dict
     else:
         diag.append("No latency was measured (an untimed backend): verdicts rest on correctness alone.")
     regimes = inspector.get("regimes", {})
-    diag.append("Workloads: " + ", ".join(f"{v} {k}" for k, v in sorted(regimes.items())) + ".")
+    if figs:
+        diag.append("Workloads: " + ", ".join(f"{v} {k}" for k, v in sorted(regimes.items())) + ".")
+    else:  # the regimes are guesses from bytes moved: without a time they are not a diagnosis
+        diag.append("Workloads by bytes moved alone (nothing was timed, so no regime is measured): "
+                    + ", ".join(f"{v} {k} by size" for k, v in sorted(regimes.items())) + ".")
     decl = tunables.parse(kernel)
     tried = tried_configs(history)
     current = {n: t.value for n, t in decl.items()}
@@ -186,6 +191,10 @@ def offline_sections(history: list[dict[str, Any]], kernel: str, inspector: dict
     if trigger.startswith("correctness wall"):
         strategy = ("Correctness first. Go back to the trunk's kernel and make a smaller change; re-read the "
                     "numerical hazards in program.md and check every output element is written (masks, tails).")
+    elif not figs:
+        strategy = ("Nothing was timed (an untimed backend checks correctness only), so no plan can say where the "
+                    "time goes: keep changes correct, and time the held ones on a GPU "
+                    "(`autogk iterate --backend local`).")
     elif main == "launch-bound":
         strategy = ("Most workloads are launch-bound: cut per-call overhead (fewer, larger programs; fewer "
                     "kernel launches per call; no host-side work in run()).")
@@ -204,7 +213,7 @@ def offline_sections(history: list[dict[str, Any]], kernel: str, inspector: dict
     for r in history:
         v = r.get("verdict") or {}
         if v.get("decision") == "revert":
-            avoid.append(f"#{r.get('experiment')}: {r.get('hypothesis')} ({(v.get('reason') or '')[:100]})")
+            avoid.append(f"#{r.get('experiment')}: {r.get('hypothesis')} ({notes.fit(v.get('reason') or '', 100)})")
     actions = moves[:5] or ["write a structural change by hand or with --agent anthropic / command"]
     return {"diagnosis": " ".join(diag) + f" Trigger: {trigger}.", "strategy": strategy, "actions": actions,
             "avoid": avoid[-8:] or ["nothing recorded yet"]}

@@ -9,6 +9,30 @@ from autogk_git.project import Target
 SCHEMA_VERSION = 1
 
 
+LIMIT_KEY = "[bench] cpu_max_numel"
+
+
+def over_limit(n: int, limit: int) -> str:
+    """Why one workload is skipped on the CPU interpreter: the one wording every summary repeats."""
+    return f"over {LIMIT_KEY} ({n} > {limit})"
+
+
+def over_limit_summary(sizes: list[int], limit: int) -> str:
+    """`3 workload(s) over [bench] cpu_max_numel (up to 4096 > 500)`: the largest is the limit that admits all."""
+    return f"{len(sizes)} workload(s) over {LIMIT_KEY} ({'up to ' if len(sizes) > 1 else ''}{max(sizes)} > {limit})"
+
+
+def workload_label(uuid: str, axes: dict[str, dict[str, Any]] | None) -> str:
+    """A workload as a person reads it: its axes (`batch_size=250`), from {uuid: axes} of the target's
+    workloads; with the uuid's head where another workload has the same axes; the head alone without axes."""
+    mine = (axes or {}).get(uuid)
+    if not mine:
+        return uuid[:8]
+    text = ", ".join(f"{k}={v}" for k, v in mine.items())
+    twins = [u for u, a in (axes or {}).items() if a == mine and u != uuid]
+    return f"{text} ({uuid[:8]})" if twins else text
+
+
 def numel(definition: dict[str, Any], workload: dict[str, Any]) -> int:
     """Input elements of one workload: its size, for picking smallest/largest and CPU limits."""
     axes = {n: a["value"] for n, a in definition["axes"].items() if a.get("type") == "const"}

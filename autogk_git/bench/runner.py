@@ -41,7 +41,7 @@ POLL_S = 0.1
 
 OnProgress = Callable[[str, str, str, float], None]
 """on_progress(label, uuid, status, elapsed_s): called as each (label, workload) gets its status;
-elapsed_s counts from the job's start. A timed job, whose statuses are final only after its rounds,
+elapsed_s is that (label, workload)'s own time, from the judge's start on it (a round: from the job's start). A timed job, whose statuses are final only after its rounds,
 also reports on the way: status "checked:STATUS" when a (label, workload) was checked, and label
 "round" (uuid "") with status "round N: ..." after each paired round."""
 
@@ -183,6 +183,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             children: list[int] = []
             # (label:uuid) -> since when: labels are checked side by side, so more than one at a time.
             inflight: dict[str, float] = {}
+            began: dict[str, float] = {}  # "label:uuid" -> when the judge started on it: each line's own time
             timed_out = False
             hung: list[str] = []
 
@@ -194,7 +195,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 elif ev == "child":
                     children.append(int(rec["pid"]))
                 elif ev == "start":
-                    inflight[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
+                    inflight[f"{rec['label']}:{rec['uuid']}"] = began[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
                 elif ev == "at":  # timing rounds moved on to this kernel and workload: one at a time
                     inflight.clear()
                     inflight[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
@@ -203,9 +204,12 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     results[k] = {k2: v for k2, v in rec.items() if k2 not in ("event", "label", "uuid")}
                     inflight.pop(k, None)
                     if on_progress is not None:
-                        on_progress(rec["label"], rec["uuid"], str(rec.get("status")), time.monotonic() - t_start)
+                        on_progress(rec["label"], rec["uuid"], str(rec.get("status")),
+                                    time.monotonic() - began.get(k, t_start))
                 elif ev == "checked" and on_progress is not None:
-                    on_progress(rec["label"], rec["uuid"], f"checked:{rec.get('status')}", time.monotonic() - t_start)
+                    k = f"{rec['label']}:{rec['uuid']}"
+                    on_progress(rec["label"], rec["uuid"], f"checked:{rec.get('status')}",
+                                time.monotonic() - began.get(k, t_start))
                 elif ev == "round" and on_progress is not None:
                     on_progress("round", "", str(rec.get("message", "")), time.monotonic() - t_start)
                 elif ev in ("ab", "timing"):  # a timed stage's summary

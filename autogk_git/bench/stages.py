@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset
+from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset, workload_label
 from autogk_git.bench.judge.status import Status
 from autogk_git.bench.judge.stress import listed_axes
 from autogk_git.project import Target
@@ -49,16 +49,18 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
     if progress is not None:
         total = len(workloads) * len(sources)
         done = [0]
+        axes = {w["uuid"]: w.get("axes") or {} for w in target.workloads}
 
         def on_progress(label: str, uuid: str, status: str, elapsed_s: float) -> None:
+            name = workload_label(uuid, axes)
             if status.startswith("checked:"):  # a timed job's check, before its rounds
-                progress(f"  {stage}: {label} checked on {uuid[:8]}: {status.split(':', 1)[1]} ({elapsed_s:.1f} s)")
+                progress(f"  {stage}: {label} checked on {name}: {status.split(':', 1)[1]} ({elapsed_s:.1f} s)")
                 return
             if label in ("round", "queue"):  # a timed job's round; a queued job's state (slurm)
                 progress(f"  {stage}: {status} ({elapsed_s:.1f} s)")
                 return
             done[0] += 1
-            progress(f"  {stage} {done[0]}/{total}: {label} on {uuid[:8]}: {status} ({elapsed_s:.1f} s)")
+            progress(f"  {stage} {done[0]}/{total}: {label} on {name}: {status} ({elapsed_s:.1f} s)")
     out = backend.run(job, config.bench.timeout_s, on_progress=on_progress)
     stage_res = {"workloads": {label: w for label, w in out["labels"].items()},
                  "environment": out["environment"], "attempts": out["attempts"],

@@ -38,8 +38,12 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     if max_iterations is not None:
         n = max_iterations
-    report = run_loop(project, target, n, agent, say, max_time_s=max_time, budget_usd=budget_usd,
-                      parallel=parallel)
+    try:
+        report = run_loop(project, target, n, agent, say, max_time_s=max_time, budget_usd=budget_usd,
+                          parallel=parallel)
+    except KeyboardInterrupt:
+        interrupted(project, target)
+        raise SystemExit(130) from None
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=1))
     else:
@@ -53,6 +57,24 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
     cmd = command_name()
     click.echo(f"look at: {cmd} log  |  git log --first-parent {project.trunk}  |  {cmd} show N  |  {cmd} ui")
     return 1 if report.failed else 0
+
+
+def interrupted(project: Project, target: str | None) -> None:
+    """After Ctrl-C: which experiments are left open and the commands that finish them."""
+    from autogk_git.loop.iterate import left_open
+    try:
+        name = project.target(target).name
+        still = left_open(project, name)
+    except Exception:  # noqa: BLE001 - a second failure must not hide the interruption itself
+        still, name = [], target or ""
+    if not still:
+        click.echo("\ninterrupted: nothing is left open; `autogk iterate` starts the next experiment", err=True)
+        return
+    names = ", ".join(f"#{n:04d} ({b})" for n, b in still)
+    first = still[0][0]
+    click.echo(f"\ninterrupted: left open: {names}. Conclude it without starting another: "
+               f"autogk conclude {first} --target {name}; or resume the loop (it concludes them first): "
+               f"autogk iterate --target {name}", err=True)
 
 
 def summary(report) -> str:

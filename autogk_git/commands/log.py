@@ -9,9 +9,14 @@ from autogk_git.record import ledger
 from autogk_git.project import find_root
 
 
+# The listing prints HELD and VOID: a filter accepts what it printed as well as the decision's name.
+VERDICT_ALIASES = {"held": "untimed", "void": "invalid"}
+
+
 @click.command("log", help="One line per experiment: number, verdict, hypothesis, figures.")
 @click.option("--target", "-t", help="only this target")
-@click.option("--verdict", type=click.Choice(["keep", "revert", "untimed", "invalid", "pending"]), help="only this verdict")
+@click.option("--verdict", type=click.Choice(["keep", "revert", "held", "untimed", "invalid", "void", "pending"]),
+              help="only this verdict (held = untimed, void = invalid: the words the listing prints)")
 @click.option("--state", type=click.Choice(["kept", "archived", "held", "open"]), help="only experiments in this state")
 @click.option("--since", help="only experiments since a date (2026-11-30), an ISO time, or a span (12h, 3d, 2w)")
 @click.option("--limit", "-n", type=int, default=0, help="only the last N (after filtering)")
@@ -19,6 +24,7 @@ from autogk_git.project import find_root
 def log(target, verdict, state, since, limit, as_json) -> int:
     root = find_root()
     when = ledger.parse_since(since) if since else None
+    verdict = VERDICT_ALIASES.get(verdict, verdict)
     items = ledger.select(ledger.rows(root, target), verdict, when, state)
     if limit > 0:
         items = items[-limit:]

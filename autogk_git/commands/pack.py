@@ -21,11 +21,14 @@ from autogk_git.project import Project
 
 def default_rev(project: Project, target: str) -> tuple[str, str]:
     """(revision, why) for the best kept kernel, or the trunk's tip when nothing is kept."""
-    for b in ledger.best(project.root, project.trunk, target):
+    found = [b for b in ledger.best(project.root, project.trunk, target) if b.target == target]
+    for b in found:
         if b.row is not None and b.trunk_commit:
             return b.trunk_commit, f"best kept experiment #{b.row.number:04d} ({b.row.hypothesis})"
     if repo.rev(project.root, refs.branch(project.trunk)):
-        return project.trunk, f"the tip of '{project.trunk}' (nothing kept yet)"
+        # The words of `autogk best`: one source for why nothing is best ("nothing kept" only when so).
+        why = found[0].basis if found else f"no experiment yet; run `autogk iterate`"
+        return project.trunk, f"the tip of '{project.trunk}', no best kernel: {why}"
     return "HEAD", "HEAD"
 
 
@@ -146,7 +149,8 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
 @click.option("--author", help="author (default: git config user.name)")
 @click.option("--force", is_flag=True, help="pack a kernel autogk does not vouch for (archived, incorrect, held "
                                             "untimed, or not judged on every workload); the Solution says so")
-def pack(rev, target, out, name, author, force) -> int:
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON (path, commit, why)")
+def pack(rev, target, out, name, author, force, as_json) -> int:
     project = Project.find()
     data, sha, why = pack_rev(project, target, rev, name, author, force)
     text = json.dumps(data, indent=2) + "\n"
@@ -157,6 +161,10 @@ def pack(rev, target, out, name, author, force) -> int:
     path = Path(out) if out else project.main_root / "mlruns" / "packs" / f"{data['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    if as_json:
+        click.echo(json.dumps({"path": str(path), "name": data["name"], "definition": data["definition"],
+                               "commit": sha, "sources": len(data["sources"]), "why": why}, indent=1))
+        return 0
     click.echo(f"wrote {path} ({len(data['sources'])} source file(s), definition {data['definition']}) "
                f"from {sha[:10]}: {why}; checked by flashinfer-bench's packer and Solution model")
     return 0

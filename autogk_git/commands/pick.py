@@ -108,8 +108,9 @@ def pick(number, onto, target, bench, backend, as_json) -> int:
         result = benchmark_pick(project, row, new, old_tip, onto, say, backend)
         out["result"] = {"correct": result["correct"], "verdict": result["verdict"], "timing": result["timing"]}
         v = result["verdict"]
-        say(f"on {onto}: {'correct' if result['correct'] else 'INCORRECT'}; against {onto}'s previous tip the "
-            f"rule says {v['decision'].upper()} ({v.get('reason', '')[:200]})")
+        from autogk_git.record.notes import fit
+        say(fit(f"on {onto}: {'correct' if result['correct'] else 'INCORRECT'}; against {onto}'s previous tip the "
+                f"rule says {v['decision'].upper()}: {v.get('reason', '')}", more="--json for the whole verdict"))
         if not result["correct"]:
             say(f"undo it with: git branch -f {onto} {old_tip[:10]}   (or git revert {new[:10]} on {onto})")
     if as_json:

@@ -11,10 +11,17 @@ from autogk_git.git import repo
 from autogk_git.project import Project, find_root
 
 
-def workload_table(result: dict) -> list[str]:
+def workload_table(result: dict, axes: dict | None = None) -> list[str]:
+    """One line per workload and stage; workloads named by their axes (from the note, else `axes`)."""
+    from autogk_git.bench.job import workload_label
     v = result.get("verdict") or {}
     per_wl = {w["uuid"]: w for w in v.get("per_workload") or []}
-    lines = [f"{'stage':<7} {'workload':<10} {'status':<20} {'max_abs_err':>12} {'latency_us':>11} {'vs parent':>9}"
+    axes = result.get("workload_axes") or axes or {}
+    names = {u: workload_label(u, axes) for u in {*axes, *(x for st in result.get("stages", {}).values()
+                                                           for x in st.get("workloads", {}).get("candidate", {})),
+                                                  *(u["uuid"] for u in unjudged(result))}}
+    wide = max([10, *(len(n) + 1 for n in names.values())])
+    lines = [f"{'stage':<7} {'workload':<{wide}} {'status':<20} {'max_abs_err':>12} {'latency_us':>11} {'vs parent':>9}"
              f"  {'interval':<17}"]
     for stage, res in result.get("stages", {}).items():
         for uuid, w in res.get("workloads", {}).get("candidate", {}).items():
@@ -22,11 +29,11 @@ def workload_table(result: dict) -> list[str]:
             ratio = w.get("ratio_vs_parent")
             iv = per_wl.get(uuid) if stage == "ab" else None
             interval = f"[{iv['ci_low']:.3f}, {iv['ci_high']:.3f}]" if iv else ""
-            lines.append(f"{stage:<7} {uuid[:8]:<10} {w['status']:<20} {w.get('max_abs_err', float('nan')):>12.4g} "
+            lines.append(f"{stage:<7} {names[uuid]:<{wide}} {w['status']:<20} {w.get('max_abs_err', float('nan')):>12.4g} "
                          f"{(f'{lat:.2f}' if lat is not None else '-'):>11} "
                          f"{(f'{ratio:.3f}' if ratio is not None else '-'):>9}  {interval}".rstrip())
     for u in unjudged(result):
-        lines.append(f"{'-':<7} {u['uuid'][:8]:<10} {u['kind']:<20} {u['reason']}")
+        lines.append(f"{'-':<7} {names[u['uuid']]:<{wide}} {u['kind']:<20} {u['reason']}")
     return lines
 
 
@@ -42,6 +49,14 @@ def unjudged(result: dict) -> list[dict]:
         if u["uuid"] not in seen:
             out.append({"uuid": u["uuid"], "kind": "not timed", "reason": u["reason"]})
     return out
+
+
+def target_axes(root, target: str) -> dict:
+    """{uuid: axes} of the target's workloads in the checkout, for notes written before they carried them."""
+    try:
+        return {w["uuid"]: w.get("axes") or {} for w in Project(root).target(target).workloads}
+    except Exception:  # noqa: BLE001 - a target gone from the checkout: its workloads keep their uuids
+        return {}
 
 
 @click.command("show", help="One experiment: plan, diff and per-workload table.")
@@ -89,7 +104,7 @@ def show(number, target, as_json) -> int:
     click.echo(repo.diff(root, parent, row.commit, Project(root).target_rel(row.target)).rstrip() or "(no change)")
     if result:
         click.echo("\n--- workloads ---")
-        for line in workload_table(result):
+        for line in workload_table(result, target_axes(root, row.target)):
             click.echo(line)
         if row.latency_us is not None:
             click.echo(f"geomean latency {row.latency_us:.3f} us" +

@@ -44,7 +44,7 @@ def size_lines(project: Project, target: Target) -> list[str]:
     """Workloads the configured backend cannot run for size (the CPU interpreter's cpu_max_numel), said
     up front: a target none of whose workloads fit would otherwise look like a loop with nothing to do."""
     from autogk_git.bench.backends import get_backend
-    from autogk_git.bench.job import numel
+    from autogk_git.bench.job import numel, over_limit_summary
     try:
         backend = get_backend(project.config.bench.backend, project.config)
     except Exception:  # noqa: BLE001 - a backend that cannot be set up here is doctor's to report
@@ -56,11 +56,13 @@ def size_lines(project: Project, target: Target) -> list[str]:
     over = sorted(n for n in sizes if n > limit)
     if not over:
         return []
+    # The number to raise the limit to admits every workload skipped, not only the smallest of them.
     fix = (f"run the loop on a GPU (`iterate --backend local`, or `--backend modal`), or raise the limit: "
-           f"AUTOGK_BENCH_CPU_MAX_NUMEL={over[0]} or `cpu_max_numel = {over[0]}` under [bench] in .autogk.toml "
+           f"AUTOGK_BENCH_CPU_MAX_NUMEL={over[-1]} or `cpu_max_numel = {over[-1]}` under [bench] in .autogk.toml "
            "(the CPU interpreter is slow at that size)")
+    words = over_limit_summary(over, limit)
     if len(over) == len(sizes):
-        return [f"warning: none of the {len(sizes)} workload(s) can run on the {backend.name} backend: each is over "
-                f"[bench] cpu_max_numel ({over[0]} input elements or more > {limit}); {fix}"]
-    return [f"note: {len(over)} of {len(sizes)} workload(s) are over [bench] cpu_max_numel ({over[0]} input "
-            f"elements or more > {limit}) and are skipped on the {backend.name} backend; to check them too: {fix}"]
+        return [f"warning: none of the {len(sizes)} workload(s) can run on the {backend.name} backend: "
+                f"{words}; {fix}"]
+    return [f"note: {len(over)} of {len(sizes)} workload(s) are skipped on the {backend.name} backend, "
+            f"{words}; to check them too: {fix}"]

@@ -187,7 +187,8 @@ def recheck(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dic
 def record(project: Project, result: dict[str, Any], say: Say, track: bool = True) -> None:
     """Write the result note (the source of truth), then log to MLflow."""
     summaries.write_result(project.root, result)
-    say(notes.summary_line(result))
+    for line in notes.verdict_lines(result):
+        say(line)
     if track:
         log_to_tracking(project, result, say)
 
@@ -267,8 +268,10 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
     return merge
 
 
-def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say) -> str:
-    """Apply the verdict in the result note; safe to repeat."""
+def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say,
+             stay: bool = False) -> str:
+    """Apply the verdict in the result note; safe to repeat. stay: a person's checkout on the branch is left
+    where it is (`autogk conclude`), instead of moved to the trunk."""
     recheck(project, exp_ref, sha, result, say)
     decision = result["verdict"]["decision"]
     if decision != "untimed" and repo.rev(project.root, exp_ref.untimed_ref):
@@ -283,12 +286,12 @@ def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: di
     else:
         repo.update_ref(project.root, exp_ref.archive_ref, sha, "autogk: revert")
         outcome = f"reverted: archived as {exp_ref.archive_ref}"
-    close_branch(project, exp_ref, say)
+    close_branch(project, exp_ref, say, stay)
     say(f"#{exp_ref.number:04d} {outcome}")
     return outcome
 
 
-def close_branch(project: Project, exp_ref: refs.ExperimentRef, say: Say) -> None:
+def close_branch(project: Project, exp_ref: refs.ExperimentRef, say: Say, stay: bool = False) -> None:
     wt = worktree_path(project, exp_ref.target, exp_ref.number)
     remove_worktree(project, wt)
     if not repo.rev(project.root, exp_ref.branch_ref):
@@ -296,7 +299,7 @@ def close_branch(project: Project, exp_ref: refs.ExperimentRef, say: Say) -> Non
     user_wt = _checked_out_in(project, exp_ref.branch)
     if user_wt is not None:
         # A person's own checkout (a hand-made experiment): move it to the trunk if that is safe.
-        if repo.is_clean(user_wt) and _checked_out_in(project, project.trunk) is None:
+        if not stay and repo.is_clean(user_wt) and _checked_out_in(project, project.trunk) is None:
             git("checkout", "-q", project.trunk, cwd=user_wt)
             say(f"switched {user_wt} from {exp_ref.branch} to {project.trunk}")
         else:

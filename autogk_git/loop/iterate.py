@@ -43,14 +43,21 @@ def wait_for_background(project: Project, number: int, sha: str, say: ex.Say,
             say(f"#{number:04d}: still waiting for the background benchmark ({last - t0:.0f} s)")
 
 
-def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
-    """Finish or discard every experiment a stopped loop (or a hand commit) left open.
+def left_open(project: Project, target: str) -> list[tuple[int, str]]:
+    """(number, branch) of every experiment of target with a branch still open: what `conclude` would finish."""
+    return [(n, e.branch) for n, e in sorted(ex.scan(project, target).items()) if e.branch is not None]
 
-    A hand-made experiment still benchmarking in the background is waited for, then concluded."""
+
+def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
+           stay: bool = False) -> list[dict[str, Any]]:
+    """Finish or discard every experiment a stopped loop (or a hand commit) left open (only: that number).
+
+    A hand-made experiment still benchmarking in the background is waited for, then concluded. stay: a
+    person's checkout on an experiment branch is left where it is."""
     done: list[dict[str, Any]] = []
     trunk = repo.rev(project.root, refs.branch(project.trunk))
     for number, e in sorted(ex.scan(project, target).items()):
-        if e.branch is None:
+        if e.branch is None or (only is not None and number != only):
             continue
         ref = refs.ExperimentRef.parse(e.branch)[1]
         tip = repo.rev(project.root, ref.branch_ref)
@@ -60,15 +67,15 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
             if result:
                 ex.log_if_missing(project, result, say)
             if result and e.state == "kept":
-                ex.conclude(project, ref, e.sha, result, say)
+                ex.conclude(project, ref, e.sha, result, say, stay)
             else:
-                ex.close_branch(project, ref, say)
+                ex.close_branch(project, ref, say, stay)
             done.append({**entry, "commit": e.sha, "decision": "finished",
                          "outcome": f"finished concluding ({e.state})"})
             continue
         if trunk and repo.is_ancestor(project.root, tip, trunk):
             say(f"#{number:04d}: stopped before its commit; discarding the empty branch {e.branch}")
-            ex.close_branch(project, ref, say)
+            ex.close_branch(project, ref, say, stay)
             done.append({**entry, "decision": "discarded", "outcome": "discarded (no commit)"})
             continue
         wait_for_background(project, number, tip, say)
@@ -79,7 +86,7 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
         else:
             ex.log_if_missing(project, result, say)
         tip, result = refresh_if_stale(project, target, number, e.branch, tip, result, say)
-        outcome = ex.conclude(project, ref, tip, result, say)
+        outcome = ex.conclude(project, ref, tip, result, say, stay)
         done.append({**entry, "commit": tip, "hypothesis": result.get("hypothesis", ""),
                      "agent": result.get("agent", ""), "decision": result["verdict"]["decision"],
                      "reason": result["verdict"].get("reason", ""), "outcome": outcome})

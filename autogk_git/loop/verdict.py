@@ -16,6 +16,7 @@ import math
 from typing import Any, Protocol
 
 from autogk_git.bench.judge import stats
+from autogk_git.bench.job import workload_label
 from autogk_git.bench.stages import is_harness
 from autogk_git.loop import guard
 
@@ -66,7 +67,8 @@ def _failure_verdict(fail: tuple[str, str, str], axes: dict[str, dict] | None) -
 # Coverage: which workloads the verdict rests on
 # ------------------------------------------------------------------------------------------------
 
-def _short_reason(reason: str) -> str:
+def short_reason(reason: str) -> str:
+    """A skip reason as one group: every workload over the CPU limit reads the same."""
     if "cpu_max_numel" in reason:
         return "over [bench] cpu_max_numel"
     return reason
@@ -97,7 +99,7 @@ def coverage_line(cov: dict[str, Any], axes: dict[str, dict] | None = None) -> s
         line += f", {cov['timed']} of {cov['total']} timed against the parent"
     groups: dict[str, list[str]] = {}
     for u in cov.get("unchecked", []):
-        groups.setdefault(_short_reason(u["reason"]), []).append(u["uuid"])
+        groups.setdefault(short_reason(u["reason"]), []).append(u["uuid"])
     for u in cov.get("untimed", []):
         if not any(x["uuid"] == u["uuid"] for x in cov.get("unchecked", [])):
             groups.setdefault("not timed: " + u["reason"], []).append(u["uuid"])
@@ -111,9 +113,8 @@ def coverage_line(cov: dict[str, Any], axes: dict[str, dict] | None = None) -> s
 
 
 def workload_name(uuid: str, axes: dict[str, dict] | None = None) -> str:
-    """`ab12cd34 (batch_size=8192)`: the uuid's prefix, with the workload's axes when known."""
-    ax = (axes or {}).get(uuid) or {}
-    return f"{uuid[:8]} ({', '.join(f'{k}={v}' for k, v in ax.items())})" if ax else uuid[:8]
+    """`batch_size=8192`: the workload's axes when known (bench/job.py's one naming), else the uuid's head."""
+    return workload_label(uuid, axes)
 
 
 class CorrectnessOnly:

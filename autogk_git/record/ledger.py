@@ -249,6 +249,38 @@ class Best:
                 "workloads_latency_us": self.workloads, "speedup_vs_start": self.speedup_vs_start}
 
 
+def nothing_kept(target: str, trunk: str, rs: list[Row]) -> str:
+    """Why no kernel is best yet, with the command that changes it."""
+    held = [r for r in rs if r.state == "held"]
+    if held:
+        h = max(held, key=lambda r: r.number)
+        ref = refs.ExperimentRef(target, h.number).untimed_ref
+        return (f"nothing kept on '{trunk}': {len(held)} experiment(s) held untimed (correct where checked, never "
+                f"timed, so none is known to be faster); time one on a GPU: `autogk bench --rev {ref} --against "
+                f"{h.parent[:10] or trunk} --backend local`, or merge correct ones on the CPU: "
+                "`autogk iterate --merge-untimed`")
+    return f"nothing kept on '{trunk}' yet: the trunk's kernel is the starting one; run `autogk iterate`"
+
+
+_SIZE = re.compile(r"\((\d+) > (\d+)\)|(\d+) input elements exceed")
+
+
+def why_unjudged(root: Path, row: Row) -> str:
+    """Why a kept experiment was not judged on every workload (read from its note), and what resolves it."""
+    text = repo.read_note(root, refs.NOTES_RESULTS, row.commit)
+    res = notes.parse_result(text, row.commit) if text else None
+    cov = ((res or {}).get("verdict") or {}).get("coverage") or {}
+    if not cov:
+        return ("its result is from before whole-workload judging; judge the trunk again: "
+                f"`autogk iterate` (or `autogk show {row.number} --target {row.target}`)")
+    sizes = [int(m[1] or m[3]) for u in cov.get("unchecked") or [] for m in [_SIZE.search(u.get("reason", ""))] if m]
+    if sizes:
+        return (f"{len(sizes)} workload(s) over [bench] cpu_max_numel were never checked on the CPU; run the loop "
+                "where every workload runs: `autogk iterate --backend local` (a GPU), or raise the limit: "
+                f"`AUTOGK_BENCH_CPU_MAX_NUMEL={max(sizes)} autogk iterate`")
+    return f"see which workloads and why: `autogk show {row.number} --target {row.target}`"
+
+
 def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
     """The best kept kernel of each target (see `Best.basis` for what "best" meant).
 
@@ -263,14 +295,13 @@ def best(root: Path, trunk: str, target: str | None = None) -> list[Best]:
     for t, rs in sorted(by_target.items()):
         on_trunk = [r for r in rs if r.state == "kept" and r.commit in merged]
         if not on_trunk:
-            out.append(Best(t, f"nothing kept on '{trunk}' yet: the trunk's kernel is the starting one", None, None))
+            out.append(Best(t, nothing_kept(t, trunk, rs), None, None))
             continue
         judged = [r for r in on_trunk if r.judged_all]
         if not judged:
-            out.append(Best(t, f"{len(on_trunk)} experiment(s) kept on '{trunk}', none judged on every workload "
-                               "(results from before whole-workload judging, or workloads the backend could not "
-                               "run): none can be called best; judge them again on a backend that runs every "
-                               "workload", None, None, len(on_trunk)))
+            out.append(Best(t, f"{len(on_trunk)} experiment(s) kept on '{trunk}', none judged on every workload: "
+                               + why_unjudged(root, max(on_trunk, key=lambda r: r.number)), None, None,
+                            len(on_trunk)))
             continue
         partial = len(on_trunk) - len(judged)
         note = f"; {partial} other kept experiment(s) not judged on every workload are left out" if partial else ""

@@ -48,6 +48,7 @@ def build_result(*, target: str, commit: str, parent: str | None, bench: dict[st
         f"{bench['backend']} backend: correctness only, no latency measured",
         "environment": bench.get("environment", {}),
         "skipped": bench.get("skipped", []),
+        "workload_axes": bench.get("workload_axes", {}),  # {uuid: axes}: readers name workloads by them
         "checked_workloads": bench.get("checked_workloads", []),
         "stages": bench["stages"],
         "correct": bench.get("correct", False),

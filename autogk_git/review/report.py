@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.record import ledger
+from autogk_git.record.tally import Tally
 
 STATUS_CODE = {"PASSED": 0, "INCORRECT_NUMERICAL": 1, "INCORRECT_SHAPE": 1, "RUNTIME_ERROR": 2,
                "COMPILE_ERROR": 2, "TIMEOUT": 2}
@@ -65,8 +66,22 @@ def start_latency(items: list[ledger.Row], results: dict[str, dict]) -> float | 
     return ledger.geomean([parent[u] for u in common]) if common and len(common) == len(cand) else None
 
 
-COLORS = {"keep": "tab:green", "revert": "tab:red", "pending": "0.6"}
-NAMES = {"keep": "kept", "revert": "reverted", "pending": "pending / other"}
+COLORS = {"keep": "tab:green", "revert": "tab:red", "untimed": "tab:cyan", "invalid": "tab:purple", "pending": "0.6"}
+NAMES = {"keep": "kept", "revert": "reverted", "untimed": "held untimed", "invalid": "invalid", "pending": "open"}
+
+
+def never_why(never: list[str], results: dict[str, dict]) -> str:
+    """Why workloads no experiment checked were not, in the verdicts' own words (loop/verdict.py)."""
+    from autogk_git.loop.verdict import short_reason
+    why: dict[str, str] = {}
+    for res in results.values():
+        for u in ((res.get("verdict") or {}).get("coverage") or {}).get("unchecked") or res.get("skipped") or []:
+            why.setdefault(u["uuid"], short_reason(u["reason"]))
+    groups: dict[str, int] = {}
+    for u in never:
+        key = why.get(u, "no experiment reached them")
+        groups[key] = groups.get(key, 0) + 1
+    return "; ".join(f"{n} {k}" for k, n in groups.items())
 
 
 def change_label(r: ledger.Row, width: int = 30) -> str:
@@ -113,8 +128,8 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
     best = by_number.get(best_number) if best_number is not None else None
     present = {_decision(r) for r in items}
     many = len(items) > 30  # past that, only kept experiments carry their change as a label
-    summary: dict[str, Any] = {"experiments": len(items), "kept": sum(r.decision == "keep" for r in items),
-                               "reverted": sum(r.decision == "revert" for r in items), "timed": timed,
+    tally = Tally.of(r.decision for r in items)
+    summary: dict[str, Any] = {"experiments": len(items), **tally.as_dict(), "counts": tally.words(), "timed": timed,
                                "workloads": len(order) + len(never), "workloads_checked": len(order),
                                "workloads_never_checked": len(never)}
     if best is not None:
@@ -216,6 +231,8 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
                            fontsize=6 if len(rows_u) > 20 else 7)
         ax2.set_ylabel("workload status\n(green pass, red wrong,\nblack error, white unchecked)", fontsize=8)
         summary["passed_last"] = passed[-1] if passed else 0
+    if never:
+        summary["never_why"] = never_why(never, results)
     for a in (ax, ax2):
         a.set_xlabel("experiment" + (" (0: the trunk's kernel before the first)" if timed and a is ax2 else ""))
         if a is ax2 or timed or many:
@@ -236,7 +253,7 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
     for r in items:
         lat = f"{r.latency_us:.3f}" if r.latency_us is not None else "-"
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
-        cls = {"keep": "keep", "revert": "revert"}.get(r.decision, "pending")
+        cls = {"keep": "keep", "revert": "revert", "untimed": "held"}.get(r.decision, "pending")
         verdict = r.decision.upper() + (" ★ best" if r.number == best else "")
         rows_html.append(f'<tr class="{cls}">' + "".join(cell(x) for x in (
             f"#{r.number:04d}", r.state, verdict, r.commit[:10], r.hypothesis, r.reason or "-", r.figures, lat, ratio))
@@ -248,15 +265,16 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
         note = ("<p><b>No latency was measured</b> (untimed backend): the verdicts rest on correctness alone, "
                 f"and the figure shows what was checked: {summary.get('workloads_checked', 0)} of "
                 f"{summary.get('workloads', 0)} workload(s) ran in some experiment"
-                + (f"; {never} never ran (the quick and stride stages sample the workloads)" if never else "")
+                + (f"; {never} never ran ({summary.get('never_why') or 'no experiment reached them'})"
+                   if never else "")
                 + ".</p>")
-    counts = f"{summary['experiments']} experiment(s): {summary['kept']} kept, {summary.get('reverted', 0)} reverted."
+    counts = summary["counts"] + "."
     when = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>autogk report: {html.escape(target)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}tr.keep{{background:#e6f4e6}}
-tr.revert{{background:#fbeaea}}</style></head><body>
+tr.revert{{background:#fbeaea}}tr.held{{background:#e6f4f8}}</style></head><body>
 <h1>autogk report: {html.escape(target)}</h1>
 <p>{html.escape(counts)} {html.escape(best_line)}</p>{note}
 <img src="{html.escape(png_name)}" alt="figure of every experiment" style="max-width:100%">
@@ -281,8 +299,8 @@ def build(project, target: str, out_dir: Path) -> dict[str, Any]:
         all_workloads = {}
     summary = draw(target, items, results, png, all_workloads,
                    best[0].row.number if best and best[0].row else None)
-    best_line = (f"Best: #{best[0].row.number:04d} {best[0].row.hypothesis} ({best[0].basis})."
-                 if best and best[0].row else "Nothing kept yet.")
+    best_line = (f"Best: #{best[0].row.number:04d} {best[0].row.hypothesis} ({best[0].basis})." if best and best[0].row
+                 else f"No best: {best[0].basis}." if best else "No best: no experiment yet.")
     page_path.write_text(page(target, items, png.name, summary, best_line))
     (out_dir / f"{target}.json").write_text(json.dumps([r.as_dict() for r in items], indent=1))
     return {"target": target, "png": str(png), "html": str(page_path), "summary": summary}

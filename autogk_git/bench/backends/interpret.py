@@ -5,7 +5,7 @@ import os
 from typing import Any
 
 from autogk_git.bench import runner
-from autogk_git.bench.job import numel
+from autogk_git.bench.job import numel, over_limit
 
 
 class InterpretBackend:
@@ -21,8 +21,7 @@ class InterpretBackend:
         for wl in workloads:
             n = numel(definition, wl)
             if n > self.max_numel:
-                skipped.append({"uuid": wl["uuid"], "reason": f"{n} input elements exceed the CPU interpreter's "
-                                f"limit ([bench] cpu_max_numel = {self.max_numel})"})
+                skipped.append({"uuid": wl["uuid"], "reason": over_limit(n, self.max_numel)})
             else:
                 keep.append(wl)
         return keep, skipped
