@@ -126,6 +126,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "repeat": Key(bool, True, "repeat trigger: a proposal repeats a kernel already tried"),
         "follow": Key(int, 3, "experiments that follow (and link to) one plan", check=_pos, rule="> 0"),
     },
+    "search": {
+        "strategy": Key(str, "trunk", "which node the next experiment branches from: trunk (always the trunk tip), "
+                        "beam (the trunk and the best width-1 other nodes), best (best-first with exploration); "
+                        "see loop/search.py", ("trunk", "beam", "best")),
+        "width": Key(int, 3, "beam: nodes the next experiments branch from, the trunk included", check=_pos, rule="> 0"),
+        "exploration": Key(float, 0.5, "best: weight of the exploration term (0: always the best node)",
+                           check=lambda x: x >= 0, rule=">= 0"),
+        "floor_share": Key(float, 0.0, "stop the loop once the trunk reaches this share of every workload's floor "
+                           "(floor time / latency, e.g. 0.95); 0: never", check=lambda x: 0 <= x <= 1,
+                           rule="in [0, 1]"),
+    },
     "tracking": {
         "enabled": Key(bool, True, "log results to MLflow"),
         "uri": Key(str, "", "MLflow tracking URI; empty: sqlite:///<project>/mlruns/mlflow.db"),

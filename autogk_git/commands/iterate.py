@@ -25,8 +25,12 @@ from autogk_git.project import Project
 @click.option("--merge-untimed", is_flag=True,
               help="merge correct candidates an untimed backend (CPU) cannot time, instead of holding them "
                    "(overrides [bench] untimed)")
+@click.option("--from", "start", metavar="N",
+              help="branch every experiment from experiment N (kept, archived or held; or 'trunk') instead of "
+                   "the node [search] strategy picks; each is still judged against the trunk")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON report at the end")
-def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, merge_untimed, as_json) -> int:
+def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, merge_untimed, start,
+            as_json) -> int:
     import os
     from autogk_git.loop.iterate import iterate as run_loop
 
@@ -39,7 +43,7 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
     if max_iterations is not None:
         n = max_iterations
     report = run_loop(project, target, n, agent, say, max_time_s=max_time, budget_usd=budget_usd,
-                      parallel=parallel)
+                      parallel=parallel, start=start)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=1))
     else:

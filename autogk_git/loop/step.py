@@ -20,6 +20,7 @@ from autogk_git.agents.base import Context
 from autogk_git.errors import AutogkError
 from autogk_git.git import index
 from autogk_git.loop import experiment as ex
+from autogk_git.loop import search
 from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.project import Project, Target
 from autogk_git.record import kernels, refs
@@ -106,21 +107,26 @@ def staged_tree(wt: Path, rel: str) -> str | None:
 
 
 def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=None,
-                    in_flight: list[Opened] = (), where: str = "") -> Opened | None:
-    """Branch from the trunk tip, let the agent change it, commit. None when the agent has nothing left.
+                    in_flight: list[Opened] = (), where: str = "", start: str | None = None) -> Opened | None:
+    """Branch from the search's next node (loop/search.py; `start`: --from), let the agent change it,
+    commit. None when the agent has nothing left.
 
     A proposal that repeats a kernel already measured (or being measured) is discarded unbenchmarked:
     it comes back with `repeat_of` set and no commit."""
-    base = ex.ensure_trunk(project, say)
+    tip = ex.ensure_trunk(project, say)
+    history = ex.results(project, target.name)
+    node, trunk_latency = search.choose(project, target.name, history, tip, [o.base for o in in_flight], start)
+    base = node.commit
     number = ex.next_number(project, target.name)
     wt, branch = ex.open_worktree(project, target.name, number, base)
-    say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt}{where})")
-    history = ex.results(project, target.name)
+    frm = "" if base == tip else f", from {node.name} {base[:10]}"
+    say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt}{where}{frm})")
     adir = project.artifact_dir(target.name)
     ctx = Context(worktree=wt, target=target.at(wt), number=number, history=history, config=project.config,
                   plan=plan.text if plan else None, plan_id=plan.commit if plan else None,
                   artifacts={"workloads": adir / "workloads.md", "profile": adir / "profile.md"}, say=say,
-                  in_flight=[o.in_flight() for o in in_flight])
+                  in_flight=[o.in_flight() for o in in_flight],
+                  start=None if base == tip else node.as_start(trunk_latency))
     wip = refs.ExperimentRef(target.name, number, "wip")
     proposal = ex.propose(project, agent, ctx, wip, say)
     if proposal is None:
