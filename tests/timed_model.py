@@ -9,7 +9,9 @@ loop reaches it through the same path as a real one.
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
 
 from autogk_git.bench import backends
 from autogk_git.bench.backends.interpret import InterpretBackend
@@ -58,3 +60,53 @@ class ModelTimedBackend(InterpretBackend):
 
 def install(monkeypatch) -> None:
     monkeypatch.setitem(backends.BACKENDS, "interpret", lambda config: ModelTimedBackend(config))
+
+
+# ------------------------------------------------------------------------------------------------
+# Experiments of a person, on the `scale` test target
+# ------------------------------------------------------------------------------------------------
+
+T = "kernels/scale"
+KERNEL = f"{T}/kernel.py"
+
+
+def rev(root, spec: str) -> str | None:
+    out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", spec], cwd=root, capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def set_cost(root, cost: float) -> None:
+    text = (root / KERNEL).read_text()
+    lines = [ln for ln in text.splitlines() if not ln.startswith("COST = ")]
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("BLOCK = "))
+    lines.insert(i, f"COST = {cost}")
+    (root / KERNEL).write_text("\n".join(lines) + "\n")
+
+
+def hand_experiment(root, number: int, start: str, cost: float, slug: str = "") -> str:
+    """A person's experiment branched from start (any commit), concluded later by `autogk iterate`.
+    AUTOGK_LOOP=1 keeps the post-commit hook from benchmarking it in its own process."""
+    _git(root, "checkout", "-q", "-b", f"autogk/scale/{number:04d}-{slug or f'cost-{int(cost)}'}", start)
+    set_cost(root, cost)
+    env = {**os.environ, "AUTOGK_LOOP": "1"}
+    subprocess.run(["git", "commit", "-qam", f"cost {cost}"], cwd=root, check=True, env=env)
+    sha = rev(root, "HEAD")
+    _git(root, "checkout", "-q", "main")
+    return sha
+
+
+def conclude(root) -> str:
+    from conftest import autogk_in
+    return autogk_in(root, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+
+
+def _git(root, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def timed_project(project, monkeypatch):
+    """The project's trunk with a kernel of modelled time 10 us, timed by the model backend."""
+    install(monkeypatch)
+    set_cost(project, 10.0)
+    _git(project, "commit", "-qam", "scale: COST line for the timing model")
+    return project

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from autogk_git.record import floor
+
 RULES = """\
 Rules (they are enforced; breaking one wastes the experiment):
 1. ONE change per experiment: a single idea whose effect the benchmark can attribute. Do not bundle.
@@ -82,6 +84,7 @@ def task_message(ctx, kernel: str, inspector: str | None) -> str:
     if inspector:
         parts += [inspector.strip(), ""]
     parts += start_lines(ctx)
+    parts += floor.prompt_lines(ctx.history)
     parts += ["Recent experiments:", _table(ctx.history), ""]
     les = lessons(ctx.history)
     if les:
@@ -99,7 +102,8 @@ def command_prompt(ctx, inspector: str | None, hypothesis_file: str) -> str:
     program = t.program_path.read_text() if t.program_path.exists() else ""
     parts = [system_prompt(t.name, program, t.editable, t.rel), "",
              f"You are in the experiment's checkout. The kernel is {t.rel}/kernel.py; the definition is "
-             f"{t.rel}/definition.json.", "", *start_lines(ctx), "Recent experiments:", _table(ctx.history), ""]
+             f"{t.rel}/definition.json.", "", *start_lines(ctx), *floor.prompt_lines(ctx.history),
+             "Recent experiments:", _table(ctx.history), ""]
     les = lessons(ctx.history)
     if les:
         parts += ["Lessons (do not repeat these):", *[f"- {x}" for x in les], ""]

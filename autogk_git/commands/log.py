@@ -43,7 +43,8 @@ def line(r: ledger.Row) -> str:
     mark = {"keep": "KEEP  ", "revert": "REVERT", "untimed": "HELD  ", "pending": "...   ",
             "invalid": "VOID  "}.get(r.decision, r.decision[:6])
     figs = f"  [{r.figures}]" if r.figures else ""
-    return f"#{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}"
+    near = f"  (floor: {r.floor_share:.1%} at worst)" if r.floor_share else ""
+    return f"#{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}{near}"
 
 
 def tree_lines(items: list[ledger.Row]) -> list[str]:

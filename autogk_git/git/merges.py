@@ -66,3 +66,9 @@ def advance_checkout(cwd: Path, old: str, new: str) -> None:
     """Move a checkout's index and files from old's tree to new's (its branch was moved from old to
     new underneath it); fails rather than overwrite a local change."""
     git("read-tree", "-m", "-u", old, new, cwd=cwd)
+
+
+def commit_merge(root: Path, tree: str, first: str, second: str, message: str,
+                 env: dict[str, str] | None = None) -> str:
+    """A merge commit of tree with parents first and second (no ref moves); returns its sha."""
+    return git("commit-tree", tree, "-p", first, "-p", second, "-F", "-", cwd=root, input=message, env=env).strip()

@@ -284,9 +284,8 @@ def _merge_exact(project: Project, sha: str, tip: str, take: list[str], message:
                           f"commit or stash your changes in {where}, then run `autogk iterate` again "
                           "(the experiment is kept and will be merged then)")
     tree = merges.overlay_tree(project.root, tip, sha, take)
-    merge = git("commit-tree", tree, "-p", tip, "-p", sha, "-F", "-", cwd=project.root, input=message,
-                env=env).strip()
-    git("update-ref", "-m", "autogk: merge kept experiment", refs.branch(project.trunk), merge, tip, cwd=project.root)
+    merge = merges.commit_merge(project.root, tree, tip, sha, message, env)
+    repo.update_ref(project.root, refs.branch(project.trunk), merge, "autogk: merge kept experiment", old=tip)
     if where is not None:  # the checkout follows its branch: only the taken paths changed, and they were clean
         merges.advance_checkout(where, tip, merge)
     return merge

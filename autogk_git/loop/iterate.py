@@ -49,7 +49,8 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
     A hand-made experiment still benchmarking in the background is waited for, then concluded."""
     done: list[dict[str, Any]] = []
     trunk = repo.rev(project.root, refs.branch(project.trunk))
-    for number, e in sorted(ex.scan(project, target).items()):
+    found = ex.scan(project, target)
+    for number, e in sorted(found.items()):
         if e.branch is None:
             continue
         ref = refs.ExperimentRef.parse(e.branch)[1]
@@ -66,7 +67,9 @@ def resume(project: Project, target: str, say: ex.Say) -> list[dict[str, Any]]:
             done.append({**entry, "commit": e.sha, "decision": "finished",
                          "outcome": f"finished concluding ({e.state})"})
             continue
-        if trunk and repo.is_ancestor(project.root, tip, trunk):
+        # No commit of its own: still at the trunk, or at the search node it branched from (loop/search.py).
+        nodes = {o.sha for n, o in found.items() if n != number and o.state != "open"}
+        if (trunk and repo.is_ancestor(project.root, tip, trunk)) or tip in nodes:
             say(f"#{number:04d}: stopped before its commit; discarding the empty branch {e.branch}")
             ex.close_branch(project, ref, say)
             done.append({**entry, "decision": "discarded", "outcome": "discarded (no commit)"})
@@ -141,6 +144,9 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
     started = time.time()
     # --max-time counts from the command's start: resuming (waiting for a background benchmark) uses it too.
     limits = Limits(n if n > 0 else (cfg.agent.max_iterations or 0), max_time_s, budget or 0.0)
+    if cfg.search.floor_share:
+        from autogk_git.loop.search import floor_reached
+        limits.near_floor = lambda: floor_reached(project, target.name)
     lock = RepoLock(project.state_dir)
     with lock:
         if lock.recovered:

@@ -139,3 +139,19 @@ def choose(project: Project, target: str, history: list[dict[str, Any]], tip: st
         return found, frontier[0].latency_us
     s = project.config.search
     return pick(s.strategy, s.width, s.exploration, frontier), frontier[0].latency_us
+
+
+def floor_reached(project: Project, target: str) -> str | None:
+    """Why the loop may stop: the trunk is within `[search] floor_share` of every workload's floor."""
+    share = project.config.search.floor_share
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    if not share or not tip:
+        return None
+    from autogk_git.record import floor
+    from autogk_git.record.experiments import results
+    tr = floor.trunk_shares(results(project, target), tip, repo.rev(project.root, f"{tip}^2"))
+    if not tr or tr["min_share"] < share:
+        return None
+    return (f"the trunk is within {share:.0%} of the floor on every workload ({len(tr['shares'])} timed; lowest "
+            f"{tr['min_share']:.1%} on {tr['worst'][:8]}, as measured by #{tr['experiment']:04d}): "
+            "[search] floor_share reached")

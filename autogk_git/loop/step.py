@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from autogk_git import tunables
 from autogk_git.agents.base import Context
@@ -60,6 +60,7 @@ class Limits:
     max_time_s: float = 0.0
     budget_usd: float = 0.0
     t0: float = field(default_factory=time.monotonic)
+    near_floor: Callable[[], str | None] | None = None   # [search] floor_share: loop/search.floor_reached
 
     def reached(self, started: int, cost_usd: float) -> str | None:
         """Why no further experiment may start, or None."""
@@ -69,7 +70,7 @@ class Limits:
             return f"time limit of {self.max_time_s:.0f} s reached after {started} experiment(s)"
         if self.budget_usd and cost_usd >= self.budget_usd:
             return f"budget of ${self.budget_usd:.2f} spent (${cost_usd:.4f}) after {started} experiment(s)"
-        return None
+        return self.near_floor() if self.near_floor else None
 
 
 @dataclass

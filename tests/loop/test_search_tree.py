@@ -10,10 +10,8 @@ import subprocess
 import pytest
 
 import timed_model
+from timed_model import KERNEL, T, conclude, hand_experiment, rev, set_cost
 from conftest import autogk_in, git, notes_json
-
-T = "kernels/scale"
-KERNEL = f"{T}/kernel.py"
 
 
 @pytest.fixture(autouse=True)
@@ -21,42 +19,9 @@ def no_tracking(monkeypatch):
     monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "0")
 
 
-def rev(root, spec: str) -> str | None:
-    out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", spec], cwd=root, capture_output=True, text=True)
-    return out.stdout.strip() or None
-
-
-def set_cost(root, cost: float) -> None:
-    text = (root / KERNEL).read_text()
-    lines = [ln for ln in text.splitlines() if not ln.startswith("COST = ")]
-    i = next(i for i, ln in enumerate(lines) if ln.startswith("BLOCK = "))
-    lines.insert(i, f"COST = {cost}")
-    (root / KERNEL).write_text("\n".join(lines) + "\n")
-
-
-def hand_experiment(root, number: int, start: str, cost: float, slug: str = "") -> str:
-    """A person's experiment branched from start (any commit), concluded later by `autogk iterate`.
-    AUTOGK_LOOP=1 keeps the post-commit hook from benchmarking it in its own process."""
-    git(root, "checkout", "-q", "-b", f"autogk/scale/{number:04d}-{slug or f'cost-{int(cost)}'}", start)
-    set_cost(root, cost)
-    env = {**os.environ, "AUTOGK_LOOP": "1"}
-    subprocess.run(["git", "commit", "-qam", f"cost {cost}"], cwd=root, check=True, env=env)
-    sha = rev(root, "HEAD")
-    git(root, "checkout", "-q", "main")
-    return sha
-
-
-def conclude(root) -> str:
-    return autogk_in(root, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
-
-
 @pytest.fixture
 def timed(project, monkeypatch):
-    """The project's trunk with a kernel of modelled time 10 us, timed by the model backend."""
-    timed_model.install(monkeypatch)
-    set_cost(project, 10.0)
-    git(project, "commit", "-qam", "scale: COST line for the timing model")
-    return project
+    return timed_model.timed_project(project, monkeypatch)
 
 
 def test_a_child_of_a_slow_archived_node_is_timed_against_the_trunk_not_its_parent(timed):
@@ -217,3 +182,30 @@ def test_pick_spreads_a_beam_and_best_first_explores():
     assert pick("beam", 1, 0.5, frontier) is trunk
     assert pick("best", 3, 0.0, frontier) is trunk  # no exploration: the best node
     assert pick("best", 3, 2.0, frontier) is good   # exploration: an unvisited node close to the trunk
+
+
+def test_a_branch_left_at_its_start_node_is_discarded_not_benchmarked_as_that_node(timed):
+    """A loop killed after branching from an archived node, before the agent's commit, leaves a branch
+    whose tip is the node itself: it is discarded, and the node's own note is left alone."""
+    slow = hand_experiment(timed, 1, rev(timed, "main"), 40.0)
+    conclude(timed)
+    before = notes_json(timed, slow)
+    git(timed, "branch", "autogk/scale/0002-wip", slow)
+    out = conclude(timed)
+    assert "#0002: stopped before its commit; discarding the empty branch" in out, out
+    assert rev(timed, "refs/heads/autogk/scale/0002-wip") is None
+    assert notes_json(timed, slow) == before
+
+
+def test_parallel_workers_draw_from_the_beam_counting_what_is_in_flight(timed):
+    """Beam of 2 over the trunk (one child) and an archived node (none): the first worker takes the node,
+    the second, counting the first's experiment in flight, the trunk."""
+    trunk = rev(timed, "main")
+    node = hand_experiment(timed, 1, trunk, 20.0)
+    conclude(timed)
+    beam = {"AUTOGK_SEARCH_STRATEGY": "beam", "AUTOGK_SEARCH_WIDTH": "2"}
+    out = json.loads(autogk_in(timed, "iterate", "-n", "2", "--parallel", "2", "--agent", "tune", "--json",
+                               env=beam).stdout)
+    firsts = sorted((e for e in out["experiments"] if e["commit"]), key=lambda e: e["number"])
+    parents = [notes_json(timed, e["commit"])["parent"] for e in firsts]
+    assert parents == [node, trunk], (parents, node, trunk)
