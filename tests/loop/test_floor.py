@@ -32,6 +32,10 @@ def test_the_floor_share_is_in_the_note_show_log_and_the_agents_view(timed, monk
     assert "(floor: 50.0% at worst)" in autogk_in(timed, "log").stdout
     (row,) = json.loads(autogk_in(timed, "log", "--json").stdout)
     assert row["floor_share"] == 0.5
+    autogk_in(timed, "report", "--no-mlflow", "--out", str(timed / "out"))
+    page = (timed / "out" / "scale.html").read_text() if (timed / "out" / "scale.html").exists() else \
+        next((timed / "out").glob("*.html")).read_text()
+    assert "share of floor (lowest workload)" in page and "<td>50.0%</td>" in page
     # Every agent's view: the workloads artifact the loop writes (read by the anthropic, command and
     # research agents) and the prompt itself.
     autogk_in(timed, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001")
