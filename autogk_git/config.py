@@ -81,6 +81,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),
         "hook_mode": Key(str, "background", "hand commits: benchmark in the background or block",
                          ("background", "foreground")),
+        "usd_per_gpu_hour": Key(float, 0.0, "price of one GPU-hour on this backend: each experiment's GPU-seconds are "
+                                "priced into its cost and count against --budget-usd; 0: GPU time is free",
+                                check=lambda x: x >= 0, rule=">= 0"),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },

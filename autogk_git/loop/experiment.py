@@ -155,11 +155,15 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     else:
         bench = benchmark(target, backend, cand_src, parent_src, config, seed, progress=say)
         verdict = rule_for(bench).decide(bench, config)
-    return build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
-                        hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
-                        bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),
-                        parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage,
-                        against=against, **extra)
+    result = build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
+                          hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
+                          bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),
+                          parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage,
+                          against=against, **extra)
+    price = float(getattr(project.config.bench, "usd_per_gpu_hour", 0.0) or 0.0)
+    if price:  # GPU time priced beside the tokens: the run's cost and --budget-usd count both
+        result["cost"]["gpu_usd"] = round(float(result["cost"].get("gpu_s", 0.0)) * price / 3600.0, 6)
+    return result
 
 
 def invalid_verdict(trailer: str | None, judge: trunk.Judge) -> dict[str, Any]:

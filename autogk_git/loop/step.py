@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +39,14 @@ class LoopReport:
     nothing_to_try: bool = False                           # the agent proposed nothing at all this run
 
     @property
+    def gpu_usd(self) -> float:
+        """GPU time priced by [bench] usd_per_gpu_hour, over the experiments this run concluded."""
+        return math.fsum(float(e.get("gpu_usd") or 0.0) for e in self.experiments)
+
+    @property
     def cost_usd(self) -> float:
-        return float(self.usage.get("cost_usd", 0.0))
+        """What the run spent: the LLM's tokens and the GPU's time."""
+        return float(self.usage.get("cost_usd", 0.0)) + self.gpu_usd
 
     @property
     def concluded(self) -> list[dict[str, Any]]:
@@ -49,6 +56,7 @@ class LoopReport:
     def as_dict(self) -> dict[str, Any]:
         return {"target": self.target, "experiments": self.experiments, "resumed": self.resumed,
                 "stop_reason": self.stop_reason, "usage": self.usage, "cost_usd": round(self.cost_usd, 6),
+                "gpu_usd": round(self.gpu_usd, 6),
                 "research": self.research, "failed": self.failed, "nothing_to_try": self.nothing_to_try}
 
 
@@ -169,4 +177,5 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
     return {"number": run.number, "commit": sha, "hypothesis": run.hypothesis,
             "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"],
             "outcome": outcome, "rebased_from": (result.get("rebased") or {}).get("from_commit"),
-            "bench_s": round(time.time() - run.started, 3)}
+            "bench_s": round(time.time() - run.started, 3),
+            "gpu_usd": float((result.get("cost") or {}).get("gpu_usd") or 0.0)}
