@@ -81,6 +81,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),
         "hook_mode": Key(str, "background", "hand commits: benchmark in the background or block",
                          ("background", "foreground")),
+        "usd_per_gpu_hour": Key(float, 0.0, "price of one GPU-hour on this backend: each experiment's GPU-seconds are "
+                                "priced into its cost and count against --budget-usd; 0: GPU time is free",
+                                check=lambda x: x >= 0, rule=">= 0"),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },
@@ -125,6 +128,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
                     check=lambda x: x >= 0, rule=">= 0"),
         "repeat": Key(bool, True, "repeat trigger: a proposal repeats a kernel already tried"),
         "follow": Key(int, 3, "experiments that follow (and link to) one plan", check=_pos, rule="> 0"),
+    },
+    "search": {
+        "strategy": Key(str, "trunk", "which node the next experiment branches from: trunk (always the trunk tip), "
+                        "beam (the trunk and the best width-1 other nodes), best (best-first with exploration); "
+                        "see loop/search.py", ("trunk", "beam", "best")),
+        "width": Key(int, 3, "beam: nodes the next experiments branch from, the trunk included", check=_pos, rule="> 0"),
+        "exploration": Key(float, 0.5, "best: weight of the exploration term (0: always the best node)",
+                           check=lambda x: x >= 0, rule=">= 0"),
+        "floor_share": Key(float, 0.0, "stop the loop once the trunk reaches this share of every workload's floor "
+                           "(floor time / latency, e.g. 0.95); 0: never", check=lambda x: 0 <= x <= 1,
+                           rule="in [0, 1]"),
     },
     "tracking": {
         "enabled": Key(bool, True, "log results to MLflow"),

@@ -26,6 +26,9 @@ class Context:
     in_flight: list[dict[str, Any]] = field(default_factory=list)
     """Experiments being measured right now (parallel loop): {experiment, hypothesis, tunables}.
     Count them as tried: their results are not in `history` yet."""
+    start: dict[str, Any] | None = None
+    """Where the experiment starts when not from the trunk tip (a search node: loop/search.py):
+    {experiment, state, commit, hypothesis, latency_vs_trunk}. It is still judged against the trunk."""
 
 
 @dataclass

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from autogk_git.record import floor
+
 RULES = """\
 Rules (they are enforced; breaking one wastes the experiment):
 1. ONE change per experiment: a single idea whose effect the benchmark can attribute. Do not bundle.
@@ -60,6 +62,17 @@ def lessons(history: list[dict[str, Any]], last: int = 8) -> list[str]:
     return out[-last:]
 
 
+def start_lines(ctx) -> list[str]:
+    """Where the experiment starts when the search put it on a node off the trunk tip (loop/search.py)."""
+    st = getattr(ctx, "start", None)
+    if not st:
+        return []
+    rel = f", its latency {st['latency_vs_trunk']:.3f}x the trunk's" if st.get("latency_vs_trunk") else ""
+    return [f"This experiment starts from experiment #{st.get('experiment')} ({st.get('state')}: "
+            f"'{(st.get('hypothesis') or '')[:90]}'{rel}), not from the trunk tip: the kernel below is that node's. "
+            "It is still timed against the trunk's kernel and kept only if it beats the trunk.", ""]
+
+
 def task_message(ctx, kernel: str, inspector: str | None) -> str:
     t = ctx.target
     parts = [f"Experiment {ctx.number:04d} for target '{t.name}'. The kernel ({t.rel}/kernel.py):",
@@ -70,6 +83,8 @@ def task_message(ctx, kernel: str, inspector: str | None) -> str:
              "Reference implementation:", "```python", (t.definition.get("reference") or "").rstrip(), "```", ""]
     if inspector:
         parts += [inspector.strip(), ""]
+    parts += start_lines(ctx)
+    parts += floor.prompt_lines(ctx.history)
     parts += ["Recent experiments:", _table(ctx.history), ""]
     les = lessons(ctx.history)
     if les:
@@ -87,7 +102,8 @@ def command_prompt(ctx, inspector: str | None, hypothesis_file: str) -> str:
     program = t.program_path.read_text() if t.program_path.exists() else ""
     parts = [system_prompt(t.name, program, t.editable, t.rel), "",
              f"You are in the experiment's checkout. The kernel is {t.rel}/kernel.py; the definition is "
-             f"{t.rel}/definition.json.", "", "Recent experiments:", _table(ctx.history), ""]
+             f"{t.rel}/definition.json.", "", *start_lines(ctx), *floor.prompt_lines(ctx.history),
+             "Recent experiments:", _table(ctx.history), ""]
     les = lessons(ctx.history)
     if les:
         parts += ["Lessons (do not repeat these):", *[f"- {x}" for x in les], ""]

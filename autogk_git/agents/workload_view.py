@@ -107,5 +107,10 @@ def write_artifact(project, target) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "workloads.json").write_text(json.dumps(stats, indent=1))
     md = d / "workloads.md"
-    md.write_text(render(stats))
+    # How far the trunk is from each workload's floor, as last measured (record/floor.py): a GPU fact
+    # only a timed run gives, so it is absent until one has been.
+    from autogk_git.record import floor
+    from autogk_git.record.experiments import results
+    near = floor.prompt_lines(results(project, target.name))
+    md.write_text(render(stats) + ("\n" + "\n".join(near) if near else ""))
     return md

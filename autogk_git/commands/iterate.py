@@ -19,14 +19,19 @@ from autogk_git.project import Project
 @click.option("--max-iterations", type=click.IntRange(min=0), default=None,
               help="stop after this many experiments (overrides -n; 0: no limit)")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None,
-              help="stop starting experiments once LLM spend reaches this (overrides [agent] budget_usd; 0: none)")
+              help="stop starting experiments once spend (LLM tokens, and GPU time priced by [bench] "
+                   "usd_per_gpu_hour) reaches this (overrides [agent] budget_usd; 0: none)")
 @click.option("--parallel", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="experiments at once, each in its own worktree and on its own GPU (or Modal container)")
 @click.option("--merge-untimed", is_flag=True,
               help="merge correct candidates an untimed backend (CPU) cannot time, instead of holding them "
                    "(overrides [bench] untimed)")
+@click.option("--from", "start", metavar="N",
+              help="branch every experiment from experiment N (kept, archived or held; or 'trunk') instead of "
+                   "the node [search] strategy picks; each is still judged against the trunk")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON report at the end")
-def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, merge_untimed, as_json) -> int:
+def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, parallel, merge_untimed, start,
+            as_json) -> int:
     import os
     from autogk_git.loop.iterate import iterate as run_loop
 
@@ -40,7 +45,7 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
         n = max_iterations
     try:
         report = run_loop(project, target, n, agent, say, max_time_s=max_time, budget_usd=budget_usd,
-                          parallel=parallel)
+                          parallel=parallel, start=start)
     except KeyboardInterrupt:
         interrupted(project, target)
         raise SystemExit(130) from None
@@ -97,7 +102,9 @@ def summary(report) -> str:
         parts.append(f"{repeats} discarded as repeats")
     line = ", ".join(parts)
     if report.usage.get("requests"):
-        line += f"; LLM: {report.usage.get('tokens', 0)} tokens, ${report.cost_usd:.4f}"
+        line += f"; LLM: {report.usage.get('tokens', 0)} tokens, ${float(report.usage.get('cost_usd', 0.0)):.4f}"
+    if report.gpu_usd:
+        line += f"; GPU time: ${report.gpu_usd:.4f} ([bench] usd_per_gpu_hour)"
     if report.research:
         line += f"; {len(report.research)} research plan(s)"
     return f"{line}\nstopped: {report.stop_reason}"

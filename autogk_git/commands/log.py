@@ -20,8 +20,9 @@ VERDICT_ALIASES = {"held": "untimed", "void": "invalid"}
 @click.option("--state", type=click.Choice(["kept", "archived", "held", "open"]), help="only experiments in this state")
 @click.option("--since", help="only experiments since a date (2026-11-30), an ISO time, or a span (12h, 3d, 2w)")
 @click.option("--limit", "-n", type=int, default=0, help="only the last N (after filtering)")
+@click.option("--tree", is_flag=True, help="draw the search tree: each experiment under the node it branched from")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON array")
-def log(target, verdict, state, since, limit, as_json) -> int:
+def log(target, verdict, state, since, limit, tree, as_json) -> int:
     root = find_root()
     when = ledger.parse_since(since) if since else None
     verdict = VERDICT_ALIASES.get(verdict, verdict)
@@ -37,11 +38,38 @@ def log(target, verdict, state, since, limit, as_json) -> int:
         click.echo("no experiments match" if (target or verdict or state or since) else
                    empty_history_hint(root))
         return 0
-    lines = []
-    for r in items:
-        mark = {"keep": "KEEP  ", "revert": "REVERT", "untimed": "HELD  ", "pending": "...   ",
-                "invalid": "VOID  "}.get(r.decision, r.decision[:6])
-        figs = f"  [{r.figures}]" if r.figures else ""
-        lines.append(f"{r.target} #{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}")
-    click.echo("\n".join(lines))
+    if tree:
+        click.echo("\n".join(tree_lines(items)))
+        return 0
+    click.echo("\n".join(f"{r.target} {line(r)}" for r in items))
     return 0
+
+
+def line(r: ledger.Row) -> str:
+    mark = {"keep": "KEEP  ", "revert": "REVERT", "untimed": "HELD  ", "pending": "...   ",
+            "invalid": "VOID  "}.get(r.decision, r.decision[:6])
+    figs = f"  [{r.figures}]" if r.figures else ""
+    near = f"  (floor: {r.floor_share:.1%} at worst)" if r.floor_share else ""
+    return f"#{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}{near}"
+
+
+def tree_lines(items: list[ledger.Row]) -> list[str]:
+    """Each target's experiments under the node they branched from; those from a trunk commit at the top."""
+    out: list[str] = []
+    for t in sorted({r.target for r in items}):
+        rows = [r for r in items if r.target == t]
+        by_commit = {r.commit: r for r in rows}
+        kids: dict[str, list[ledger.Row]] = {}
+        for r in rows:
+            kids.setdefault(r.parent if r.parent in by_commit else "", []).append(r)
+        out.append(f"{t}: experiments from the trunk, each under the node it branched from")
+
+        def walk(key: str, prefix: str) -> None:
+            children = kids.get(key, [])
+            for i, r in enumerate(children):
+                last = i == len(children) - 1
+                frm = f" (from {r.parent[:10]})" if not key and r.parent else ""
+                out.append(f"{prefix}{'`- ' if last else '|- '}{line(r)}{frm}")
+                walk(r.commit, prefix + ("   " if last else "|  "))
+        walk("", "")
+    return out

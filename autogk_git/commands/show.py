@@ -5,7 +5,7 @@ import json
 
 import click
 
-from autogk_git.record import ledger
+from autogk_git.record import floor, ledger
 from autogk_git.record import refs
 from autogk_git.git import repo
 from autogk_git.project import Project, find_root
@@ -81,6 +81,14 @@ def show(number, target, as_json) -> int:
         click.echo(f"verdict: {v['decision'].upper()} ({v.get('rule')}): {v.get('reason')}")
         if v.get("figures"):
             click.echo(f"figures: {v['figures']}")
+        against = result.get("against")
+        if against and against != result.get("parent"):
+            click.echo(f"branched from: {str(result.get('parent'))[:10]} (a search node); timed against the trunk at "
+                       f"{against[:10]}")
+        near = floor.line(result.get("floor") or floor.of(result), v.get("workload_axes") or None)
+        if near:
+            trunk_near = floor.line(result.get("floor") or floor.of(result), label="parent")
+            click.echo(f"limit: {near}" + (f"; the parent: {trunk_near}" if trunk_near else ""))
         cov = v.get("coverage")
         if cov:
             click.echo(f"judged on: {cov.get('checked', 0)} of {cov.get('total', 0)} workloads checked"

@@ -53,3 +53,14 @@ def patches(root: Path, pairs: list[tuple[str, str]], path: str) -> str:
     line holding its commit, in input order."""
     return git("diff-tree", "--always", "--stdin", "-p", "--", path, cwd=root,
                input="".join(f"{c} {p}\n" for c, p in pairs))
+
+
+def on_first_parent(root: Path, commit: str, tip: str) -> bool:
+    """Whether commit is on tip's first-parent line (a trunk commit, not one merged into it)."""
+    return commit in git("rev-list", "--first-parent", tip, cwd=root).split()
+
+
+def merge_base(root: Path, a: str, b: str) -> str | None:
+    """The best common ancestor of a and b; None when their histories are unrelated."""
+    out = git("merge-base", a, b, cwd=root, check=False).strip()
+    return out or None

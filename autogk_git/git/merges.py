@@ -32,3 +32,43 @@ def bisect_first_parent(cwd: Path, bad: str, good: str, *command: str) -> subpro
         return git_proc("bisect", "run", *command, cwd=cwd)
     finally:
         git_proc("bisect", "reset", "--quiet", cwd=cwd)
+
+
+def overlay_tree(root: Path, base: str, other: str, paths: list[str]) -> str:
+    """The tree of base with each of paths as other holds it (removed where other has none).
+
+    A tree experiment is measured as a whole kernel against the trunk tip; what merges must be that
+    kernel exactly, not a three-way blend of its path's hunks with the trunk's. A temporary index keeps
+    the repository's own index and files untouched."""
+    import os
+    import tempfile
+
+    fd, index = tempfile.mkstemp(prefix="autogk-overlay-", suffix=".index")
+    os.close(fd)
+    os.unlink(index)  # git makes it: an empty file is not a valid index
+    env = {"GIT_INDEX_FILE": index}
+    try:
+        git("read-tree", base, cwd=root, env=env)
+        if paths:
+            git("rm", "-q", "--cached", "--ignore-unmatch", "--", *paths, cwd=root, env=env)
+            entries = git("ls-tree", "-r", "-z", other, "--", *paths, cwd=root)
+            # ls-tree's "mode type blob\tpath" lines, as update-index --index-info reads them.
+            info = "".join(f"{e.split(' ')[0]} {e.split(' ')[2]}\0" for e in entries.split("\0") if e)
+            if info:
+                git("update-index", "-z", "--index-info", cwd=root, env=env, input=info)
+        return git("write-tree", cwd=root, env=env).strip()
+    finally:
+        if os.path.exists(index):
+            os.unlink(index)
+
+
+def advance_checkout(cwd: Path, old: str, new: str) -> None:
+    """Move a checkout's index and files from old's tree to new's (its branch was moved from old to
+    new underneath it); fails rather than overwrite a local change."""
+    git("read-tree", "-m", "-u", old, new, cwd=cwd)
+
+
+def commit_merge(root: Path, tree: str, first: str, second: str, message: str,
+                 env: dict[str, str] | None = None) -> str:
+    """A merge commit of tree with parents first and second (no ref moves); returns its sha."""
+    return git("commit-tree", tree, "-p", first, "-p", second, "-F", "-", cwd=root, input=message, env=env).strip()

@@ -143,7 +143,9 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     seed = int(sha[:8], 16)
     # git -> record -> loop -> bench: the loop resolves both kernels' files; bench never reads git.
     cand_src = kernels.sources_at(project.root, target, sha)
-    parent_src = kernels.sources_at(project.root, target, parent) if parent else None
+    # Measured against the trunk: its parent when that is a trunk commit, else the trunk tip (trunk.baseline).
+    against = judge.against or parent
+    parent_src = kernels.sources_at(project.root, target, against) if against else None
     invalid = meta["trailers"].get("Autogk-Invalid")
     extra: dict[str, Any] = {}
     if invalid or judge.invalid:  # outside its files: nothing it made is measured or kept
@@ -153,10 +155,15 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     else:
         bench = benchmark(target, backend, cand_src, parent_src, config, seed, progress=say)
         verdict = rule_for(bench).decide(bench, config)
-    return build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
-                        hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
-                        bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),
-                        parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage, **extra)
+    result = build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
+                          hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
+                          bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),
+                          parent_src=(parent_src or {}).get("kernel.py", ""), started=t0, usage=usage,
+                          against=against, **extra)
+    price = float(getattr(project.config.bench, "usd_per_gpu_hour", 0.0) or 0.0)
+    if price:  # GPU time priced beside the tokens: the run's cost and --budget-usd count both
+        result["cost"]["gpu_usd"] = round(float(result["cost"].get("gpu_s", 0.0)) * price / 3600.0, 6)
+    return result
 
 
 def invalid_verdict(trailer: str | None, judge: trunk.Judge) -> dict[str, Any]:
@@ -236,14 +243,19 @@ def _checked_out_in(project: Project, branch: str) -> Path | None:
     return None
 
 
-def merge_into_trunk(project: Project, sha: str, message: str) -> str:
-    """A --no-ff merge of sha into the trunk; returns the merge commit."""
+def merge_into_trunk(project: Project, sha: str, message: str, take: list[str] | None = None) -> str:
+    """A --no-ff merge of sha into the trunk; returns the merge commit.
+
+    take (a tree experiment, measured whole against the trunk tip): the merge's tree is the tip's with
+    these paths exactly as sha holds them, the kernel that was measured, not a blend of hunks."""
     trunk_ref = refs.branch(project.trunk)
     tip = repo.rev(project.root, trunk_ref)
     if tip and repo.is_ancestor(project.root, sha, tip):
         return tip  # already merged (a resumed conclusion)
     env = {LOOP_ENV: "1", **identity_env(project.root)}
     where = _checked_out_in(project, project.trunk)
+    if take is not None and tip:
+        return _merge_exact(project, sha, tip, take, message, env, where)
     if where is not None:
         try:
             git("merge", "-q", "--no-ff", "--no-edit", "-m", message, sha, cwd=where, env=env)
@@ -268,6 +280,33 @@ def merge_into_trunk(project: Project, sha: str, message: str) -> str:
     return merge
 
 
+def _merge_exact(project: Project, sha: str, tip: str, take: list[str], message: str, env: dict[str, str],
+                 where: Path | None) -> str:
+    from autogk_git.git import merges
+    if where is not None and not repo.is_clean(where, *take):
+        raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}: "
+                          f"{', '.join(take)} have uncommitted changes there",
+                          f"commit or stash your changes in {where}, then run `autogk iterate` again "
+                          "(the experiment is kept and will be merged then)")
+    tree = merges.overlay_tree(project.root, tip, sha, take)
+    merge = merges.commit_merge(project.root, tree, tip, sha, message, env)
+    repo.update_ref(project.root, refs.branch(project.trunk), merge, "autogk: merge kept experiment", old=tip)
+    if where is not None:  # the checkout follows its branch: only the taken paths changed, and they were clean
+        merges.advance_checkout(where, tip, merge)
+    return merge
+
+
+def taken_paths(project: Project, target_name: str, sha: str, result: dict[str, Any]) -> list[str] | None:
+    """The editable files a tree experiment's merge takes whole (None: an ordinary merge)."""
+    against, parent = result.get("against"), result.get("parent")
+    if not against or against == parent:
+        return None
+    target = project.target(target_name)
+    tip = repo.rev(project.root, refs.branch(project.trunk)) or against
+    files = set(repo.tree_files(project.root, sha, target.rel)) | set(repo.tree_files(project.root, tip, target.rel))
+    return sorted(f"{target.rel}/{p}" for p in files if target.is_editable(f"{target.rel}/{p}"))
+
+
 def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dict[str, Any], say: Say,
              stay: bool = False) -> str:
     """Apply the verdict in the result note; safe to repeat. stay: a person's checkout on the branch is left
@@ -278,7 +317,8 @@ def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: di
         repo.delete_ref(project.root, exp_ref.untimed_ref)  # a held experiment judged since on a timed backend
     if decision == "keep":
         repo.update_ref(project.root, exp_ref.kept_ref, sha, "autogk: keep")
-        merge = merge_into_trunk(project, sha, merge_message(result))
+        merge = merge_into_trunk(project, sha, merge_message(result),
+                                 take=taken_paths(project, exp_ref.target, sha, result))
         outcome = f"kept: merged into {project.trunk} as {merge[:10]}"
     elif decision == "untimed":  # held for a timed backend, not merged: a correct kernel is not a faster one
         repo.update_ref(project.root, exp_ref.untimed_ref, sha, "autogk: hold untimed")

@@ -56,7 +56,8 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
     person's checkout on an experiment branch is left where it is."""
     done: list[dict[str, Any]] = []
     trunk = repo.rev(project.root, refs.branch(project.trunk))
-    for number, e in sorted(ex.scan(project, target).items()):
+    found = ex.scan(project, target)
+    for number, e in sorted(found.items()):
         if e.branch is None or (only is not None and number != only):
             continue
         ref = refs.ExperimentRef.parse(e.branch)[1]
@@ -73,7 +74,9 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
             done.append({**entry, "commit": e.sha, "decision": "finished",
                          "outcome": f"finished concluding ({e.state})"})
             continue
-        if trunk and repo.is_ancestor(project.root, tip, trunk):
+        # No commit of its own: still at the trunk, or at the search node it branched from (loop/search.py).
+        nodes = {o.sha for n, o in found.items() if n != number and o.state != "open"}
+        if (trunk and repo.is_ancestor(project.root, tip, trunk)) or tip in nodes:
             say(f"#{number:04d}: stopped before its commit; discarding the empty branch {e.branch}")
             ex.close_branch(project, ref, say, stay)
             done.append({**entry, "decision": "discarded", "outcome": "discarded (no commit)"})
@@ -101,12 +104,12 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
 
 
 def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None,
-            report: LoopReport | None = None) -> dict[str, Any] | None:
-    """One experiment from the trunk tip; None when the agent has nothing left to try.
+            report: LoopReport | None = None, start: str | None = None) -> dict[str, Any] | None:
+    """One experiment from the search's next node (start: --from); None when the agent has nothing left to try.
 
     A proposal that repeats a kernel already measured is discarded unbenchmarked: the outcome then
     has decision "repeat" and no commit. The agent's usage is added to the report at once."""
-    opened = open_experiment(project, target, agent, say, plan)
+    opened = open_experiment(project, target, agent, say, plan, start=start)
     if opened is None:
         return None
     if report is not None:
@@ -133,7 +136,7 @@ def _check_budget_is_priced(cfg, kind: str, budget: float) -> None:
 
 def iterate(project: Project, target_name: str | None, n: int, agent_kind: str | None,
             say: ex.Say, max_time_s: float = 0.0, budget_usd: float | None = None,
-            parallel: int = 1) -> LoopReport:
+            parallel: int = 1, start: str | None = None) -> LoopReport:
     """Run experiments until -n, --max-time, --budget-usd, or the agent stops; resumable at any point."""
     from autogk_git.agents import workload_view
 
@@ -148,18 +151,24 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
     started = time.time()
     # --max-time counts from the command's start: resuming (waiting for a background benchmark) uses it too.
     limits = Limits(n if n > 0 else (cfg.agent.max_iterations or 0), max_time_s, budget or 0.0)
+    if cfg.search.floor_share:
+        from autogk_git.loop.search import floor_reached
+        limits.near_floor = lambda: floor_reached(project, target.name)
     lock = RepoLock(project.state_dir)
     with lock:
         if lock.recovered:
             say(f"recovered a stale lock from pid {lock.recovered.get('pid')} (that loop is gone)")
         report.resumed = resume(project, target.name, say)
+        if start is not None:
+            from autogk_git.loop.search import resolve_start
+            start = resolve_start(project, target.name, start)
         workload_view.write_artifact(project, target)
         research = Research(project, target, say, report)
         if parallel > 1:
             from autogk_git.loop.parallel import run_parallel
-            run_parallel(project, target, agent, parallel, limits, research, say, report)
+            run_parallel(project, target, agent, parallel, limits, research, say, report, start=start)
         else:
-            run_serial(project, target, agent, limits, research, say, report)
+            run_serial(project, target, agent, limits, research, say, report, start=start)
     if cfg.tracking.enabled and (report.experiments or report.usage or report.research):
         try:
             from autogk_git.tracking.mlflow_store import log_loop
@@ -170,7 +179,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
 
 
 def run_serial(project: Project, target: Target, agent, limits: Limits, research: Research, say: ex.Say,
-               report: LoopReport) -> None:
+               report: LoopReport, start: str | None = None) -> None:
     """One experiment at a time until a limit is reached or the agent stops."""
     repeats = 0
     while True:
@@ -180,7 +189,7 @@ def run_serial(project: Project, target: Target, agent, limits: Limits, research
             break
         plan = research.next_plan()
         try:
-            res = run_one(project, target, agent, say, plan, report)
+            res = run_one(project, target, agent, say, plan, report, start=start)
         except AgentError as e:
             add_usage(report.usage, getattr(e, "usage", {}) or {})
             report.stop_reason = f"the {agent.name} agent stopped: {e.message}" + (

@@ -90,7 +90,7 @@ def make_slots(project: Project, k: int, say: ex.Say) -> list[Slot]:
 # ------------------------------------------------------------------------------------------------
 
 def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits, research: Research,
-                 say: ex.Say, report: LoopReport) -> None:
+                 say: ex.Say, report: LoopReport, start: str | None = None) -> None:
     """Keep k experiments in flight until a limit is reached or the agent's ideas run out."""
     from autogk_git.bench.backends import stop as bench_stop
     slots = make_slots(project, k, say)
@@ -113,7 +113,7 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
                 plan = research.next_plan([o.in_flight() for o in flying])
                 where = f", slot {slot.index}" + (f", GPU {slot.device}" if slot.device is not None else "")
                 try:
-                    run = open_experiment(project, target, agent, say, plan, flying, where)
+                    run = open_experiment(project, target, agent, say, plan, flying, where, start=start)
                 except AgentError as e:  # finish what is in flight, then stop
                     add_usage(report.usage, getattr(e, "usage", {}) or {})
                     free.insert(0, slot)

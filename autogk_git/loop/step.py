@@ -10,16 +10,18 @@
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from autogk_git import tunables
 from autogk_git.agents.base import Context
 from autogk_git.errors import AutogkError
 from autogk_git.git import index
 from autogk_git.loop import experiment as ex
+from autogk_git.loop import search
 from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.project import Project, Target
 from autogk_git.record import kernels, refs
@@ -37,8 +39,14 @@ class LoopReport:
     nothing_to_try: bool = False                           # the agent proposed nothing at all this run
 
     @property
+    def gpu_usd(self) -> float:
+        """GPU time priced by [bench] usd_per_gpu_hour, over the experiments this run concluded."""
+        return math.fsum(float(e.get("gpu_usd") or 0.0) for e in self.experiments)
+
+    @property
     def cost_usd(self) -> float:
-        return float(self.usage.get("cost_usd", 0.0))
+        """What the run spent: the LLM's tokens and the GPU's time."""
+        return float(self.usage.get("cost_usd", 0.0)) + self.gpu_usd
 
     @property
     def concluded(self) -> list[dict[str, Any]]:
@@ -48,6 +56,7 @@ class LoopReport:
     def as_dict(self) -> dict[str, Any]:
         return {"target": self.target, "experiments": self.experiments, "resumed": self.resumed,
                 "stop_reason": self.stop_reason, "usage": self.usage, "cost_usd": round(self.cost_usd, 6),
+                "gpu_usd": round(self.gpu_usd, 6),
                 "research": self.research, "failed": self.failed, "nothing_to_try": self.nothing_to_try}
 
 
@@ -59,6 +68,7 @@ class Limits:
     max_time_s: float = 0.0
     budget_usd: float = 0.0
     t0: float = field(default_factory=time.monotonic)
+    near_floor: Callable[[], str | None] | None = None   # [search] floor_share: loop/search.floor_reached
 
     def reached(self, started: int, cost_usd: float) -> str | None:
         """Why no further experiment may start, or None."""
@@ -68,7 +78,7 @@ class Limits:
             return f"time limit of {self.max_time_s:.0f} s reached after {started} experiment(s)"
         if self.budget_usd and cost_usd >= self.budget_usd:
             return f"budget of ${self.budget_usd:.2f} spent (${cost_usd:.4f}) after {started} experiment(s)"
-        return None
+        return self.near_floor() if self.near_floor else None
 
 
 @dataclass
@@ -106,21 +116,26 @@ def staged_tree(wt: Path, rel: str) -> str | None:
 
 
 def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=None,
-                    in_flight: list[Opened] = (), where: str = "") -> Opened | None:
-    """Branch from the trunk tip, let the agent change it, commit. None when the agent has nothing left.
+                    in_flight: list[Opened] = (), where: str = "", start: str | None = None) -> Opened | None:
+    """Branch from the search's next node (loop/search.py; `start`: --from), let the agent change it,
+    commit. None when the agent has nothing left.
 
     A proposal that repeats a kernel already measured (or being measured) is discarded unbenchmarked:
     it comes back with `repeat_of` set and no commit."""
-    base = ex.ensure_trunk(project, say)
+    tip = ex.ensure_trunk(project, say)
+    history = ex.results(project, target.name)
+    node, trunk_latency = search.choose(project, target.name, history, tip, [o.base for o in in_flight], start)
+    base = node.commit
     number = ex.next_number(project, target.name)
     wt, branch = ex.open_worktree(project, target.name, number, base)
-    say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt}{where})")
-    history = ex.results(project, target.name)
+    frm = "" if base == tip else f", from {node.name} {base[:10]}"
+    say(f"#{number:04d}: {agent.name} agent proposing a change (worktree {wt}{where}{frm})")
     adir = project.artifact_dir(target.name)
     ctx = Context(worktree=wt, target=target.at(wt), number=number, history=history, config=project.config,
                   plan=plan.text if plan else None, plan_id=plan.commit if plan else None,
                   artifacts={"workloads": adir / "workloads.md", "profile": adir / "profile.md"}, say=say,
-                  in_flight=[o.in_flight() for o in in_flight])
+                  in_flight=[o.in_flight() for o in in_flight],
+                  start=None if base == tip else node.as_start(trunk_latency))
     wip = refs.ExperimentRef(target.name, number, "wip")
     proposal = ex.propose(project, agent, ctx, wip, say)
     if proposal is None:
@@ -162,4 +177,5 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
     return {"number": run.number, "commit": sha, "hypothesis": run.hypothesis,
             "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"],
             "outcome": outcome, "rebased_from": (result.get("rebased") or {}).get("from_commit"),
-            "bench_s": round(time.time() - run.started, 3)}
+            "bench_s": round(time.time() - run.started, 3),
+            "gpu_usd": float((result.get("cost") or {}).get("gpu_usd") or 0.0)}

@@ -41,6 +41,7 @@ class Row:
     judged_all: bool = False            # checked (and timed, where timed) on every workload of the target
     coverage: str = ""                  # "N of M workloads checked ..." from the verdict
     workload_latency: dict[str, float] = field(default_factory=dict, repr=False)
+    floor_share: float | None = None    # the lowest share of its floor over the workloads (record/floor.py)
 
     def as_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: its deep copies cost seconds at 10,000 rows.
@@ -54,7 +55,7 @@ ROW_FIELDS = [f.name for f in fields(Row) if f.name != "workload_latency"]
 # Every experiment
 # ------------------------------------------------------------------------------------------------
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5  # 5: digests carry the floor share
 
 
 def _cache_path(root) -> Path:
@@ -155,7 +156,8 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
         out.append(Row(t, n, rec["state"], c, sm.get("decision", "pending"), sm.get("hypothesis", ""),
                        sm.get("figures", ""), sm.get("reason", ""), sm.get("agent", ""), sm.get("backend", ""),
                        sm.get("created", ""), sm.get("parent", ""), bool(sm.get("timed")), sm.get("latency_us"),
-                       sm.get("ratio"), bool(sm.get("judged_all")), sm.get("coverage", ""), sm.get("lat") or {}))
+                       sm.get("ratio"), bool(sm.get("judged_all")), sm.get("coverage", ""), sm.get("lat") or {},
+                       sm.get("floor")))
     if with_results:
         texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
         results = {c: notes.parse_result(t, c) for c, t in texts.items()}

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from autogk_git import tunables
+from autogk_git.record import floor
 
 SCHEMA = 1
 
@@ -59,6 +60,9 @@ def build_result(*, target: str, commit: str, parent: str | None, bench: dict[st
     })
     if bench.get("error"):
         result["error"] = bench["error"]
+    fl = floor.of(result)
+    if fl:
+        result["floor"] = fl  # how far from the limit (record/floor.py): read by show, log, MLflow, agents
     result.update(extra)
     return result
 

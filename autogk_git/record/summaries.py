@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
-from autogk_git.record import notes, refs
+from autogk_git.record import floor, notes, refs
 from autogk_git.record.figures import coverage_text, geomean, judged_all, latencies, ratio_vs_parent
 
 VERSION = 2
@@ -29,7 +29,7 @@ def digest(res: dict[str, Any]) -> dict[str, Any]:
             "backend": res.get("backend", ""), "created": res.get("created") or "", "parent": res.get("parent") or "",
             "timed": bool(res.get("timing")), "latency_us": geomean(list(lat.values())),
             "ratio": ratio_vs_parent(res), "lat": lat, "judged_all": judged_all(res),
-            "coverage": coverage_text(res)}
+            "coverage": coverage_text(res), "floor": (floor.of(res) or {}).get("min_share")}
 
 
 def write_result(root: Path, result: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from autogk_git import config as config_mod
 from autogk_git import env
 from autogk_git.errors import ConfigError, TargetError
-from autogk_git.git import repo
+from autogk_git.git import commits, repo
 from autogk_git.project import Project, Target, configured_target, target_rel
 from autogk_git.record import kernels, refs
 
@@ -38,6 +38,7 @@ class Judge:
     config: config_mod.Config      # the parent's .autogk.toml, environment overrides applied
     offending: list[str] = field(default_factory=list)  # changed files outside the editable ones
     reason: str = ""               # why the experiment is invalid; "" when it is not
+    against: str = ""              # the trunk commit it is measured against (see `baseline`)
 
     @property
     def invalid(self) -> bool:
@@ -86,28 +87,53 @@ def snapshot(project: Project, rel: str, rev: str) -> Path:
 
 
 def outside_files(project: Project, target: Target, parent: str, sha: str) -> list[str]:
-    """The files sha changes against parent that are not the target's editable ones."""
+    """The files sha changes against parent (or any ancestor) that are not the target's editable ones."""
     return [p for p in repo.changed_paths(project.root, parent, sha) if not target.is_editable(p)]
 
 
-def judge_for(project: Project, target_name: str, sha: str, parent: str | None) -> Judge:
-    """Read what judges experiment sha from its parent, and say whether the experiment is invalid.
+def baseline(project: Project, parent: str) -> str:
+    """The trunk commit an experiment with this parent is measured against.
 
-    The trunk named by the caller's project is the one the parent must be on (the loop's config; a
-    hook's benchmark is re-checked when `autogk iterate` concludes it, in the loop's project)."""
+    Its parent, when the parent is a trunk commit (the tip, or a tip the trunk has moved past: a keep
+    is then replayed onto the new tip and measured again, loop/replay.py). Otherwise (a tree
+    experiment: a child of a kept, archived or held experiment, or of any other commit) the trunk tip
+    itself: a node off the trunk is no yardstick, since a kernel slower than the trunk (archived for
+    it, or planted slow) makes any child look faster than its parent."""
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    if tip is None or parent == tip or commits.on_first_parent(project.root, parent, tip):
+        return parent
+    return tip
+
+
+def judge_for(project: Project, target_name: str, sha: str, parent: str | None) -> Judge:
+    """Read what judges experiment sha from the trunk, and say whether the experiment is invalid.
+
+    The target is the trunk commit it is measured against (`baseline`): its parent on the trunk, or
+    the trunk tip for a tree experiment. Every file its path changes since it left the trunk (the
+    merge base with the trunk tip) must be an editable one: a node off the trunk that changed
+    inputs.py would otherwise hand its children a generator of its own. The trunk named by the
+    caller's project is the one meant (the loop's config; a hook's benchmark is re-checked when
+    `autogk iterate` concludes it, in the loop's project)."""
     if not parent:
         raise TargetError(f"experiment {sha[:10]} has no parent commit to take its target from",
                           f"branch experiments from the trunk: git checkout -b autogk/{target_name}/NNNN-what {project.trunk}")
-    cfg = config_at(project, parent)
-    target = configured_target(cfg, target_name, snapshot(project, target_rel(cfg, target_name), parent))
-    judge = Judge(parent, target, cfg)
+    against = baseline(project, parent)
+    cfg = config_at(project, against)
+    target = configured_target(cfg, target_name, snapshot(project, target_rel(cfg, target_name), against))
+    judge = Judge(parent, target, cfg, against=against)
     tip = repo.rev(project.root, refs.branch(project.trunk))
-    if tip is None or not repo.is_ancestor(project.root, parent, tip):
-        judge.reason = (f"its parent {parent[:10]} is not on the trunk ({project.trunk}): the target that would judge "
-                        f"it is not the trunk's; branch from {project.trunk} and commit the kernel change alone")
+    fork = commits.merge_base(project.root, sha, tip) if tip else None
+    if tip is None or fork is None:
+        judge.reason = (f"its parent {parent[:10]} is not on the trunk ({project.trunk}) and shares no history with it: "
+                        f"branch from {project.trunk} (or an experiment of it) and commit the kernel change alone")
         return judge
-    judge.offending = outside_files(project, target, parent, sha)
-    if judge.offending:
+    judge.offending = outside_files(project, target, fork, sha)
+    if judge.offending and against != parent:
+        judge.reason = (f"its parent {parent[:10]} is not on the trunk ({project.trunk}), and its path from the trunk "
+                        f"changes files outside {target.rel}/{{{','.join(target.editable)}}} ([agent] editable): "
+                        f"{', '.join(judge.offending)}; the target that would judge it is not the trunk's. Branch "
+                        f"from {project.trunk} or one of its experiments and commit the kernel change alone")
+    elif judge.offending:
         judge.reason = (f"it changes files outside {target.rel}/{{{','.join(target.editable)}}} ([agent] editable): "
                         f"{', '.join(judge.offending)}; the definition, workloads, inputs.py and .autogk.toml come "
                         f"from the trunk. Commit those on {project.trunk}, then the kernel change alone on a branch")

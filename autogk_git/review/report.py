@@ -253,10 +253,11 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
     for r in items:
         lat = f"{r.latency_us:.3f}" if r.latency_us is not None else "-"
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
+        near = f"{r.floor_share:.1%}" if r.floor_share else "-"
         cls = {"keep": "keep", "revert": "revert", "untimed": "held"}.get(r.decision, "pending")
         verdict = r.decision.upper() + (" ★ best" if r.number == best else "")
         rows_html.append(f'<tr class="{cls}">' + "".join(cell(x) for x in (
-            f"#{r.number:04d}", r.state, verdict, r.commit[:10], r.hypothesis, r.reason or "-", r.figures, lat, ratio))
+            f"#{r.number:04d}", r.state, verdict, r.commit[:10], r.hypothesis, r.reason or "-", r.figures, lat, ratio, near))
             + "</tr>")
     if summary["timed"]:
         note = ""
@@ -279,7 +280,7 @@ tr.revert{{background:#fbeaea}}tr.held{{background:#e6f4f8}}</style></head><body
 <p>{html.escape(counts)} {html.escape(best_line)}</p>{note}
 <img src="{html.escape(png_name)}" alt="figure of every experiment" style="max-width:100%">
 <table><tr><th>experiment</th><th>state</th><th>verdict</th><th>commit</th><th>change</th><th>why (verdict reason)</th>
-<th>figures</th><th>geomean latency (us)</th><th>ratio vs parent</th></tr>
+<th>figures</th><th>geomean latency (us)</th><th>ratio vs parent</th><th>share of floor (lowest workload)</th></tr>
 {chr(10).join(rows_html)}
 </table><p><small>generated {when} by autogk report</small></p></body></html>
 """

@@ -136,6 +136,13 @@ def key_figures(result: dict[str, Any]) -> dict[str, float]:
     ratio = ledger.ratio_vs_parent(result)
     if ratio is not None:
         out["ratio_vs_parent"] = ratio
+    from autogk_git.record import floor
+    fl = floor.of(result)  # how far from the limit: the lowest share of the floor, and each workload's
+    if fl and "min_share" in fl:
+        out["floor_share_min"] = float(fl["min_share"])
+        for u, r in fl["workloads"].items():
+            if "share" in r:
+                out[f"floor_share.{_metric_key(u[:8])}"] = float(r["share"])
     return out
 
 
