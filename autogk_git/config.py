@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from autogk_git.env import config_override_name
 from autogk_git.errors import ConfigError
+from autogk_git.files import MAX_CONFIG_BYTES, read_bytes
 
 try:  # Python 3.11+
     import tomllib
@@ -79,6 +80,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "timer": Key(str, "cupti", "device timer (see bench/timing.py; cupti is the least noisy on us-scale kernels)",
                      ("cupti", "cudagraph", "events")),
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),
+        "reference_timeout_s": Key(int, 60, "time limit of the definition's reference check (init, bench, a changed "
+                                   "definition), on its smallest workload, in seconds", check=_pos, rule="> 0"),
         "hook_mode": Key(str, "background", "hand commits: benchmark in the background or block",
                          ("background", "foreground")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
@@ -179,7 +182,7 @@ class _Section:
 UPPER: dict[tuple[str, str], float] = {
     ("bench", "reps"): 100_000, ("bench", "trials"): 1_000, ("bench", "warmup"): 100_000,
     ("bench", "stride"): 1_000_000, ("bench", "min_rounds"): 10_000, ("bench", "max_rounds"): 100_000,
-    ("bench", "timeout_s"): 7 * 86400, ("agent", "command_timeout_s"): 7 * 86400,
+    ("bench", "timeout_s"): 7 * 86400, ("bench", "reference_timeout_s"): 86400, ("agent", "command_timeout_s"): 7 * 86400,
     ("agent", "max_turns"): 100_000, ("research", "max_turns"): 100_000,
 }
 
@@ -277,14 +280,12 @@ def parse(data: dict[str, Any], where: str = CONFIG_NAME, environ: dict[str, str
 def load(root: Path) -> Config:
     path = root / CONFIG_NAME
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_bytes(path, CONFIG_NAME, MAX_CONFIG_BYTES, ConfigError).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no {CONFIG_NAME} in {root}", "run `autogk init` to make this an autogk project") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {e.start})",
                           f"save {CONFIG_NAME} as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a folder", f"replace it with the settings file (autogk init writes one)") from None
     cfg = loads(text, str(path))
     cfg.path = path
     return cfg

@@ -28,12 +28,12 @@ def test_init_in_an_existing_repo_never_clobbers(tmp_path):
     git(tmp_path, "init", "-q")
     (tmp_path / "kernels" / "rmsnorm_h4096").mkdir(parents=True)
     (tmp_path / "kernels" / "rmsnorm_h4096" / "kernel.py").write_text("# mine\n")
-    out = autogk_in(tmp_path, "init", "--example", "rmsnorm_h4096", "--no-check", check=False)
+    out = autogk_in(tmp_path, "init", "--here", "--example", "rmsnorm_h4096", "--no-check", check=False)
     assert out.returncode == 1
     assert "refusing to overwrite" in out.stderr and "--name" in out.stderr
     assert (tmp_path / "kernels" / "rmsnorm_h4096" / "kernel.py").read_text() == "# mine\n"
     # Another name works, and leaves the user's file alone.
-    autogk_in(tmp_path, "init", "--example", "rmsnorm_h4096", "--name", "norm2", "--no-check")
+    autogk_in(tmp_path, "init", "--here", "--example", "rmsnorm_h4096", "--name", "norm2", "--no-check")
     assert (tmp_path / "kernels" / "norm2" / "kernel.py").exists()
 
 

@@ -15,6 +15,7 @@ from autogk_git.errors import AgentError
 from autogk_git.git import repo, worktrees
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import running_bench_pid
+from autogk_git.loop.check import check_reference, trunk_target
 from autogk_git.loop.lock import RepoLock
 from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.loop.step import Limits, LoopReport, finish, open_experiment
@@ -132,6 +133,11 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
 
     target = project.target(target_name)
     require_input_data(target)
+    # The trunk's definition is what judges every experiment: a broken reference is said here, once,
+    # not blamed on each candidate (checked again only when the definition or workloads change).
+    checked = check_reference(project, trunk_target(project, target), cache=True)
+    if checked:
+        say(checked)
     cfg = project.config
     kind = resolve_kind(agent_kind or cfg.agent.kind)
     budget = cfg.agent.budget_usd if budget_usd is None else budget_usd
