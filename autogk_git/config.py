@@ -42,6 +42,19 @@ def _frac(x: Any) -> bool:
     return 0 <= x < 1
 
 
+def _inside(glob: str) -> bool:
+    return bool(glob.strip()) and not glob.startswith(("/", "~")) and ".." not in glob.replace("\\", "/").split("/")
+
+
+def _splits(command: str) -> bool:
+    import shlex
+    try:
+        shlex.split(command)
+        return True
+    except ValueError:  # "No closing quotation", "No escaped character"
+        return False
+
+
 def _price_table_ok(table: Any) -> bool:
     return all(isinstance(k, str) and isinstance(v, list) and len(v) in (2, 4)
                and all(isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in v)
@@ -95,8 +108,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                           check=lambda x: x >= 0, rule=">= 0"),
         "max_iterations": Key(int, 0, "stop after this many experiments; 0: no limit",
                               check=lambda x: x >= 0, rule=">= 0"),
-        "editable": Key(list, ["kernel.py"], "globs (relative to the target) an agent may change"),
-        "command": Key(str, "", "command agent: the CLI to run, e.g. 'claude -p'"),
+        "editable": Key(list, ["kernel.py"], "globs (relative to the target) an agent may change",
+                        check=lambda x: bool(x) and all(_inside(g) for g in x),
+                        rule="a non-empty list of globs inside the target's folder (no '..', not absolute), "
+                             "e.g. [\"kernel.py\"]"),
+        "command": Key(str, "", "command agent: the CLI to run, e.g. 'claude -p'", check=lambda x: _splits(x),
+                       rule="a command line whose quotes are balanced, e.g. \"claude -p\""),
         "max_turns": Key(int, 30, "anthropic agent: tool-use turns per experiment", check=_pos, rule="> 0"),
         "max_tokens": Key(int, 1_000_000, "anthropic agent: tokens (input + output) per experiment; 0: no limit",
                           check=lambda x: x >= 0, rule=">= 0"),
@@ -274,6 +291,12 @@ def parse(data: dict[str, Any], where: str = CONFIG_NAME, environ: dict[str, str
                 out[section][key] = _coerce(section, key, spec, data[section][key], where)
             else:
                 out[section][key] = spec.default
+    bench = out["bench"]
+    if bench["min_rounds"] > bench["max_rounds"]:
+        raise ConfigError(f"{where}: [bench] min_rounds = {bench['min_rounds']} is over max_rounds = "
+                          f"{bench['max_rounds']}: the judge would stop before its first decision",
+                          f"set min_rounds <= max_rounds (defaults: min_rounds = {SCHEMA['bench']['min_rounds'].default}, "
+                          f"max_rounds = {SCHEMA['bench']['max_rounds'].default})")
     return Config(out)
 
 

@@ -56,7 +56,10 @@ def check_reference(project: Project, target: Target, cache: bool = False) -> st
     mark = project.state_dir / "reference-checked" / key
     if cache and mark.exists():
         return ""
-    line = refcheck.check(target.definition, target.workloads, str(target.dir / "definition.json"),
+    where = str(target.dir / "definition.json")
+    if project.state_dir / "trunk-targets" in target.dir.parents:  # the trunk's copy: name it as git does
+        where = f"{project.trunk}:{target.rel}/definition.json"
+    line = refcheck.check(target.definition, target.workloads, where,
                           project.config.bench.reference_timeout_s, generator, target.dir)
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.write_text(line + "\n")
