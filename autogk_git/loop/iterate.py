@@ -11,7 +11,7 @@ from typing import Any
 
 from autogk_git.agents import get_agent, resolve_kind
 from autogk_git.agents.pricing import add_usage
-from autogk_git.errors import AgentError
+from autogk_git.errors import AgentError, AutogkError
 from autogk_git.git import repo, worktrees
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import running_bench_pid
@@ -139,6 +139,13 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
     if checked:
         say(checked)
     cfg = project.config
+    if cfg.tracking.enabled:  # a dead server is said before the first experiment, in seconds, not minutes later
+        from autogk_git.tracking.mlflow_store import probe
+        try:
+            probe(project.tracking_uri())
+        except AutogkError as e:
+            say(f"warning: {e.message}; the loop runs on and writes every result note; once the store answers: "
+                "autogk sync")
     kind = resolve_kind(agent_kind or cfg.agent.kind)
     budget = cfg.agent.budget_usd if budget_usd is None else budget_usd
     _check_budget_is_priced(cfg, kind, budget)
@@ -164,7 +171,8 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             from autogk_git.tracking.mlflow_store import log_loop
             log_loop(project, report.as_dict(), started, agent.name)
         except Exception as e:  # noqa: BLE001 - the notes hold every experiment; the loop total is a summary
-            say(f"warning: MLflow could not log the loop's totals ({type(e).__name__}: {str(e)[:200]})")
+            why = e.message if isinstance(e, AutogkError) else f"{type(e).__name__}: {str(e)[:200]}"
+            say(f"warning: MLflow could not log the loop's totals ({why})")
     return report
 
 
