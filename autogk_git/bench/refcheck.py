@@ -25,6 +25,7 @@ from autogk_git.errors import TargetError
 
 # Above this many input elements the check would measure the CPU, not the reference: say it was skipped.
 MAX_CHECK_NUMEL = 1 << 24
+STARTUP_S = 120  # starting the check's process and importing torch, on top of the reference's own limit
 _BOOT = "import sys; sys.path[0] = sys.argv[1]; from autogk_git.bench import refcheck; sys.exit(refcheck.entry(sys.argv[2:]))"
 
 
@@ -33,16 +34,28 @@ def smallest(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> dic
 
 
 def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: str, timeout_s: float,
-          generator: str | None = None, blob_root: Path | None = None) -> str:
+          generator: str | None = None, blob_root: Path | None = None, isolate: bool = True) -> str:
     """Run the reference on the smallest workload and check what it returns; a TargetError naming `where`
-    (the definition file) when it is broken; else a line saying what was checked."""
+    (the definition file) when it is broken; else a line saying what was checked.
+
+    isolate=False runs it in this process (no limit, no protection from os._exit): for tests of the
+    checks themselves on references known to return."""
     wl = smallest(definition, workloads)
     size = numel(definition, wl)
     if size > MAX_CHECK_NUMEL:
         return (f"reference not checked ahead: the smallest workload ({wl['uuid'][:8]}) has {size} input elements, "
                 "too many for a quick check")
     job = {"definition": definition, "workload": wl, "generator": generator,
-           "blob_root": str(blob_root) if blob_root else None}
+           "blob_root": str(blob_root) if blob_root else None, "limit_s": timeout_s}
+    result = _isolated(job, where, timeout_s, definition, wl) if isolate else _verdict(job)
+    if result.get("error"):
+        raise TargetError(f"{where}: {result['error']}", result.get("hint") or "fix the definition's reference")
+    return f"reference checked on workload {wl['uuid'][:8]} ({_axes(definition, wl)}): shapes, dtypes, finite, deterministic"
+
+
+def _isolated(job: dict[str, Any], where: str, timeout_s: float, definition: dict[str, Any],
+              wl: dict[str, Any]) -> dict[str, Any]:
+    """The check's verdict from a process of its own, killed at timeout_s."""
     with tempfile.TemporaryDirectory(prefix="autogk-refcheck-") as tmp:
         out = Path(tmp) / "result.json"
         package_parent = str(Path(__file__).resolve().parents[2])
@@ -53,7 +66,10 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True, text=True)
         try:
-            logs, _ = proc.communicate(json.dumps(job), timeout=timeout_s)
+            # The process keeps the reference's own limit (a timer around its calls, so starting Python
+            # and importing torch on a busy machine does not count); this one is the backstop for a
+            # reference stuck where no timer reaches it (inside a C call).
+            logs, _ = proc.communicate(json.dumps(job), timeout=timeout_s + STARTUP_S)
         except subprocess.TimeoutExpired:
             _kill(proc)
             raise TargetError(f"{where}: the reference did not finish within {timeout_s:g} s on the smallest "
@@ -67,9 +83,7 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
         raise TargetError(f"{where}: the reference ended the check's process ({how}) before returning"
                           + (f": {tail}" if tail else ""),
                           "the reference must return its outputs; remove os._exit / sys.exit / crashing calls from it")
-    if result.get("error"):
-        raise TargetError(f"{where}: {result['error']}", result.get("hint") or "fix the definition's reference")
-    return f"reference checked on workload {wl['uuid'][:8]} ({_axes(definition, wl)}): shapes, dtypes, finite, deterministic"
+    return result
 
 
 def _axes(definition: dict[str, Any], wl: dict[str, Any]) -> str:
@@ -91,13 +105,15 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def entry(argv: list[str]) -> int:
     out = Path(argv[0])
-    job = json.loads(sys.stdin.read())
-    try:
-        verdict = _run(job)
-    except _Broken as e:
-        verdict = {"error": e.args[0], "hint": e.args[1]}
-    out.write_text(json.dumps(verdict))
+    out.write_text(json.dumps(_verdict({**json.loads(sys.stdin.read()), "isolated": True})))
     return 0
+
+
+def _verdict(job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _run(job)
+    except _Broken as e:
+        return {"error": e.args[0], "hint": e.args[1]}
 
 
 class _Broken(Exception):
@@ -139,7 +155,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     except BaseException as e:  # noqa: BLE001
         raise _Broken(f"the inputs of workload {wl['uuid'][:8]} could not be made: {type(e).__name__}: {e}"[:400],
                       "fix the workload line, its blobs or inputs.py") from None
-    first, again = (_call(reference, args, torch, as_tuple) for _ in range(2))
+    first, again = (_timed(job, wl, definition, lambda: _call(reference, args, torch, as_tuple)) for _ in range(2))
     axes = resolve_axes(definition, wl)
     names = list(definition["outputs"])
     if len(first) != len(names):
@@ -179,9 +195,30 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+def _timed(job: dict[str, Any], wl: dict[str, Any], definition: dict[str, Any], fn):
+    """fn() under the job's limit (a process timer: the check's own process only, never in-process)."""
+    limit = job.get("limit_s")
+    if not limit or not job.get("isolated"):
+        return fn()
+
+    def expired(signum, frame):  # noqa: ARG001
+        raise _Broken(f"the reference did not finish within {limit:g} s on the smallest workload "
+                      f"({_axes(definition, wl)})",
+                      "fix the reference (a loop that never ends?); if it is only slow, raise "
+                      "[bench] reference_timeout_s in .autogk.toml")
+    signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, float(limit))
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def _call(reference, args: list, torch, as_tuple) -> tuple:
     try:
         with torch.no_grad():
             return as_tuple(reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
+    except _Broken:  # its time limit
+        raise
     except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt raised by it are its fault too
         raise _raised(e, "on random inputs") from None

@@ -188,7 +188,7 @@ class Undo:
             config=(common / "config").read_bytes(), hooks_dir=hooks,
             hooks={p.name: p.read_bytes() for p in hooks.iterdir() if p.is_file()} if hooks.is_dir() else None,
             files={f: (top / f).read_bytes() if (top / f).exists() else None for f in (".gitignore", ".autogk.toml")},
-            common=common)
+            common=common, state=(common / "autogk").exists())
 
     def files_under(self, tdir: Path) -> None:
         if not tdir.exists():
@@ -219,6 +219,8 @@ class Undo:
             else:
                 (top / f).write_bytes(data)
         (s["common"] / "config").write_bytes(s["config"])
+        if not s["state"]:  # the baseline check's worktrees, snapshots and logs
+            shutil.rmtree(s["common"] / "autogk", ignore_errors=True)
         hooks: Path = s["hooks_dir"]
         if s["hooks"] is None:
             shutil.rmtree(hooks, ignore_errors=True)

@@ -55,6 +55,27 @@ def probe(uri: str) -> None:
         raise store_unreachable(uri, _unreachable[uri]) from None
 
 
+class _NoTraceback:
+    """A logging filter that keeps a library's message line and drops its traceback: autogk says what
+    failed and the fix itself (describe_error); `-v` shows MLflow's own lines in full."""
+
+    def filter(self, record) -> bool:
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def _quiet_tracebacks() -> None:
+    import logging
+    if os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING").upper() in ("DEBUG", "INFO"):
+        return
+    handlers = [*logging.getLogger("mlflow").handlers, *logging.getLogger().handlers]
+    if logging.lastResort is not None:  # where SQLAlchemy's and alembic's records end without a handler
+        handlers.append(logging.lastResort)
+    for h in handlers:
+        if not any(isinstance(f, _NoTraceback) for f in h.filters):
+            h.addFilter(_NoTraceback())
+
+
 def _client(project):
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = project.tracking_uri()
@@ -64,6 +85,7 @@ def _client(project):
     import mlflow  # noqa: F401  (heavy: imported only here, only when logging)
     from mlflow.tracking import MlflowClient
 
+    _quiet_tracebacks()
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
