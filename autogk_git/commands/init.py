@@ -171,7 +171,10 @@ class Undo:
     def made_folder(self, path: Path) -> None:
         p = path.resolve()
         if p.exists() and any(p.iterdir()):
-            self.saved["new_repo_in"] = p  # an existing folder made a repository: only .git is ours
+            # An existing folder made a repository: its .git is ours, and the files init adds to it.
+            self.saved["new_repo_in"] = p
+            self.saved["files"] = {f: (p / f).read_bytes() if (p / f).exists() else None
+                                   for f in (".gitignore", ".autogk.toml")}
             return
         while not p.parent.exists():
             p = p.parent
@@ -184,11 +187,13 @@ class Undo:
         common = worktrees.common_dir(top)
         hooks = worktrees.hooks_dir(top)
         self.saved.update(
-            branch=repo.current_branch(top), head=repo.rev(top, "HEAD"),
+            branch=repo.current_branch(top), head=repo.rev(top, "HEAD"), index_path=worktrees.git_path(top, "index"),
             config=(common / "config").read_bytes(), hooks_dir=hooks,
             hooks={p.name: p.read_bytes() for p in hooks.iterdir() if p.is_file()} if hooks.is_dir() else None,
             files={f: (top / f).read_bytes() if (top / f).exists() else None for f in (".gitignore", ".autogk.toml")},
             common=common, state=(common / "autogk").exists())
+        ip = self.saved["index_path"]
+        self.saved["index"] = ip.read_bytes() if ip.exists() else None  # what the person had staged, kept
 
     def files_under(self, tdir: Path) -> None:
         if not tdir.exists():
@@ -206,18 +211,20 @@ class Undo:
             else:
                 shutil.rmtree(self.folder, ignore_errors=True)
             return
-        if "new_repo_in" in self.saved:
-            shutil.rmtree(self.saved["new_repo_in"] / ".git", ignore_errors=True)
         if self.target_dir is not None:
             shutil.rmtree(self.target_dir, ignore_errors=True)
-        if self.top is None:
+        top = self.saved.get("new_repo_in") or self.top
+        if top is None:
             return
-        s, top = self.saved, self.top
+        s = self.saved
         for f, data in s["files"].items():
             if data is None:
                 (top / f).unlink(missing_ok=True)
             else:
                 (top / f).write_bytes(data)
+        if "new_repo_in" in s:
+            shutil.rmtree(top / ".git", ignore_errors=True)
+            return
         (s["common"] / "config").write_bytes(s["config"])
         if not s["state"]:  # the baseline check's worktrees, snapshots and logs
             shutil.rmtree(s["common"] / "autogk", ignore_errors=True)
@@ -237,10 +244,10 @@ class Undo:
                 repo.update_ref(top, refs.branch(s["branch"]), s["head"], "autogk init: refused, undone")
             else:
                 repo.delete_ref(top, refs.branch(s["branch"]))
-        index.read_tree(top, s["head"] or EMPTY_TREE)
-
-
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        if s["index"] is None:
+            s["index_path"].unlink(missing_ok=True)
+        else:
+            s["index_path"].write_bytes(s["index"])
 
 
 def install_hooks(top: Path, say) -> None:
