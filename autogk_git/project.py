@@ -390,6 +390,25 @@ class Project:
                               f"known targets: {', '.join(names) or 'none'}")
         return configured_target(self.config, name, self.targets_dir / name)
 
+    def layout_problems(self) -> list[str]:
+        """What `iterate` would trip on in the targets' layout: the targets folder missing or a file, a
+        folder that lost its definition, an unknown default target (doctor lists them)."""
+        cfg, out = self.config, []
+        tdir, names = self.targets_dir, self.target_names()
+        if not tdir.is_dir():
+            what = "is a file, not a folder" if tdir.exists() else "does not exist"
+            out.append(f"[project] targets = {cfg.project.targets!r} {what} ({tdir}); fix: set it to the folder that "
+                       "holds your targets (default: kernels), or add one: autogk init --here --definition FILE")
+        else:
+            for d in sorted(p for p in tdir.iterdir() if p.is_dir() and p.name not in names):
+                if any((d / f).exists() for f in ("kernel.py", "workloads.jsonl", "program.md")):
+                    out.append(f"{self.target_rel(d.name)}/ has no definition.json (renamed or deleted?), so it is "
+                               f"no target; fix: git checkout {self.trunk} -- {self.target_rel(d.name)}/definition.json")
+        if cfg.project.target and cfg.project.target not in names:
+            out.append(f"[project] target = {cfg.project.target!r} is not a target under {cfg.project.targets}/ (known: "
+                       f"{', '.join(names) or 'none'}); fix: set it to one of those, or remove it")
+        return out
+
     @cached_property
     def main_root(self) -> Path:
         """The main worktree's top: where the shared store lives, whichever worktree we run in."""

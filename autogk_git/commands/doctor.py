@@ -157,20 +157,7 @@ def checks() -> dict[str, Any]:
 def setup_problems(project) -> list[str]:
     """What `iterate` would trip on before any target is read: the targets folder, the default target,
     folders that lost their definition, the command agent's command."""
-    cfg, out = project.config, []
-    tdir, names = project.targets_dir, project.target_names()
-    if not tdir.is_dir():
-        what = "is a file, not a folder" if tdir.exists() else "does not exist"
-        out.append(f"[project] targets = {cfg.project.targets!r} {what} ({tdir}); fix: set it to the folder that "
-                   "holds your targets (default: kernels), or add one: autogk init --here --definition FILE")
-    else:
-        for d in sorted(p for p in tdir.iterdir() if p.is_dir() and p.name not in names):
-            if any((d / f).exists() for f in ("kernel.py", "workloads.jsonl", "program.md")):
-                out.append(f"{project.target_rel(d.name)}/ has no definition.json (renamed or deleted?), so it is "
-                           f"no target; fix: git checkout {project.trunk} -- {project.target_rel(d.name)}/definition.json")
-    if cfg.project.target and cfg.project.target not in names:
-        out.append(f"[project] target = {cfg.project.target!r} is not a target under {cfg.project.targets}/ (known: "
-                   f"{', '.join(names) or 'none'}); fix: set it to one of those, or remove it")
+    cfg, out = project.config, project.layout_problems()
     from autogk_git.agents import resolve_kind
     if resolve_kind(cfg.agent.kind) == "command":
         import shlex
