@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from autogk_git.env import config_override_name
 from autogk_git.errors import ConfigError
+from autogk_git.files import MAX_CONFIG_BYTES, read_bytes
 
 try:  # Python 3.11+
     import tomllib
@@ -39,6 +40,19 @@ def _pos(x: Any) -> bool:
 
 def _frac(x: Any) -> bool:
     return 0 <= x < 1
+
+
+def _inside(glob: str) -> bool:
+    return bool(glob.strip()) and not glob.startswith(("/", "~")) and ".." not in glob.replace("\\", "/").split("/")
+
+
+def _splits(command: str) -> bool:
+    import shlex
+    try:
+        shlex.split(command)
+        return True
+    except ValueError:  # "No closing quotation", "No escaped character"
+        return False
 
 
 def _price_table_ok(table: Any) -> bool:
@@ -79,6 +93,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "timer": Key(str, "cupti", "device timer (see bench/timing.py; cupti is the least noisy on us-scale kernels)",
                      ("cupti", "cudagraph", "events")),
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),
+        "reference_timeout_s": Key(int, 60, "time limit of the definition's reference check (init, bench, a changed "
+                                   "definition), on its smallest workload, in seconds", check=_pos, rule="> 0"),
         "hook_mode": Key(str, "background", "hand commits: benchmark in the background or block",
                          ("background", "foreground")),
         "usd_per_gpu_hour": Key(float, 0.0, "price of one GPU-hour on this backend: each experiment's GPU-seconds are "
@@ -95,8 +111,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
                           check=lambda x: x >= 0, rule=">= 0"),
         "max_iterations": Key(int, 0, "stop after this many experiments; 0: no limit",
                               check=lambda x: x >= 0, rule=">= 0"),
-        "editable": Key(list, ["kernel.py"], "globs (relative to the target) an agent may change"),
-        "command": Key(str, "", "command agent: the CLI to run, e.g. 'claude -p'"),
+        "editable": Key(list, ["kernel.py"], "globs (relative to the target) an agent may change",
+                        check=lambda x: bool(x) and all(_inside(g) for g in x),
+                        rule="a non-empty list of globs inside the target's folder (no '..', not absolute), "
+                             "e.g. [\"kernel.py\"]"),
+        "command": Key(str, "", "command agent: the CLI to run, e.g. 'claude -p'", check=lambda x: _splits(x),
+                       rule="a command line whose quotes are balanced, e.g. \"claude -p\""),
         "max_turns": Key(int, 30, "anthropic agent: tool-use turns per experiment", check=_pos, rule="> 0"),
         "max_tokens": Key(int, 1_000_000, "anthropic agent: tokens (input + output) per experiment; 0: no limit",
                           check=lambda x: x >= 0, rule=">= 0"),
@@ -212,7 +232,7 @@ class _Section:
 UPPER: dict[tuple[str, str], float] = {
     ("bench", "reps"): 100_000, ("bench", "trials"): 1_000, ("bench", "warmup"): 100_000,
     ("bench", "stride"): 1_000_000, ("bench", "min_rounds"): 10_000, ("bench", "max_rounds"): 100_000,
-    ("bench", "timeout_s"): 7 * 86400, ("agent", "command_timeout_s"): 7 * 86400,
+    ("bench", "timeout_s"): 7 * 86400, ("bench", "reference_timeout_s"): 86400, ("agent", "command_timeout_s"): 7 * 86400,
     ("agent", "max_turns"): 100_000, ("research", "max_turns"): 100_000,
 }
 
@@ -304,20 +324,24 @@ def parse(data: dict[str, Any], where: str = CONFIG_NAME, environ: dict[str, str
                 out[section][key] = _coerce(section, key, spec, data[section][key], where)
             else:
                 out[section][key] = spec.default
+    bench = out["bench"]
+    if bench["min_rounds"] > bench["max_rounds"]:
+        raise ConfigError(f"{where}: [bench] min_rounds = {bench['min_rounds']} is over max_rounds = "
+                          f"{bench['max_rounds']}: the judge would stop before its first decision",
+                          f"set min_rounds <= max_rounds (defaults: min_rounds = {SCHEMA['bench']['min_rounds'].default}, "
+                          f"max_rounds = {SCHEMA['bench']['max_rounds'].default})")
     return Config(out)
 
 
 def load(root: Path) -> Config:
     path = root / CONFIG_NAME
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_bytes(path, CONFIG_NAME, MAX_CONFIG_BYTES, ConfigError).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no {CONFIG_NAME} in {root}", "run `autogk init` to make this an autogk project") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {e.start})",
                           f"save {CONFIG_NAME} as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a folder", f"replace it with the settings file (autogk init writes one)") from None
     cfg = loads(text, str(path))
     cfg.path = path
     return cfg

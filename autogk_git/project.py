@@ -14,6 +14,7 @@ from typing import Any
 
 from autogk_git import config as config_mod
 from autogk_git.errors import AutogkError, InputDataNeeded, NotAProject, TargetError
+from autogk_git.files import read_bytes
 from autogk_git.git import worktrees
 
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
@@ -22,13 +23,12 @@ DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_
 
 def read_text(path: Path, what: str) -> str:
     """A UTF-8 text file; one that is not is an error naming it, never a UnicodeDecodeError."""
+    data = read_bytes(path, what, error=TargetError)  # a FIFO, device, loop or huge file: refused, never read
     try:
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TargetError(f"{path}: {what} is not UTF-8 text (bad byte at offset {e.start})",
                           f"save {path.name} as UTF-8") from None
-    except IsADirectoryError:
-        raise TargetError(f"{path}: {what} is a folder, not a file", f"replace it with the {what} file") from None
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -136,10 +136,11 @@ class Target:
         if not path.exists():
             raise TargetError(f"target {self.name}: {path} is missing",
                               "add FlashInfer-Bench workload lines (one JSON object per line)")
-        out = []
+        out, seen = [], {}
         for i, obj in read_jsonl(path):
             wl = obj.get("workload", obj)
             check_workload(wl, f"{path}:{i}", self.definition)
+            check_unique(wl, f"{path}:{i}", seen)
             out.append(wl)
         if not out:
             raise TargetError(f"target {self.name}: {path} has no workloads", "add at least one workload line")
@@ -159,13 +160,13 @@ class Target:
 
     def kernel_source(self) -> str:
         try:
-            return self.kernel_path.read_text()
+            return read_text(self.kernel_path, "the kernel")
         except FileNotFoundError:
             raise TargetError(f"target {self.name}: {self.kernel_path} is missing",
                               "restore it from the trunk: git checkout <trunk> -- " + f"{self.rel}/kernel.py") from None
 
     def generator_source(self) -> str | None:
-        return self.generator_path.read_text() if self.generator_path.exists() else None
+        return read_text(self.generator_path, "the input generator") if self.generator_path.exists() else None
 
     def is_editable(self, repo_path: str) -> bool:
         """True when a repo-relative path is one of this target's editable files."""
@@ -263,17 +264,37 @@ def check_definition(data: Any, where: str) -> None:
         raise bad("the reference defines no run()", "the reference must define run(...)")
 
 
+# A uuid names a workload in refs, notes, MLflow keys and command lines: a long one is a mistake, and one
+# of megabytes overflowed the argument list of the processes it was passed to.
+MAX_UUID = 128
+INPUT_TYPES = ("random", "scalar", "safetensors")
+
+
 def check_workload(wl: Any, where: str, definition: dict[str, Any]) -> None:
-    """One workload object: uuid, an integer for every variable axis, inputs as objects."""
+    """One workload object against its definition: a short uuid, an integer for every variable axis and
+    no other axis, only the definition's inputs, each an object of a known type."""
     if not isinstance(wl, dict):
         raise TargetError(f"{where}: 'workload' must be a JSON object, got {type(wl).__name__}", LINE)
     if "axes" not in wl or "uuid" not in wl:
         raise TargetError(f"{where}: a workload needs 'uuid' and 'axes'", LINE)
     if not isinstance(wl["uuid"], str) or not wl["uuid"]:
         raise TargetError(f"{where}: 'uuid' must be a non-empty string, got {wl['uuid']!r:.40}", LINE)
+    if len(wl["uuid"]) > MAX_UUID or not wl["uuid"].isprintable():
+        raise TargetError(f"{where}: 'uuid' must be at most {MAX_UUID} printable characters, got "
+                          f"{len(wl['uuid'])} starting {wl['uuid'][:20]!r}",
+                          "use a UUID like 8d5c6f3e-...: python -c 'import uuid; print(uuid.uuid4())'")
     axes = wl["axes"]
     if not isinstance(axes, dict):
         raise TargetError(f"{where}: 'axes' must be an object of axis name -> integer, got {axes!r:.60}", LINE)
+    declared = definition["axes"]
+    for name, v in axes.items():
+        if name not in declared:
+            raise TargetError(f"{where}: axis {name!r:.40} is not an axis of definition {definition['name']}",
+                              f"its axes: {', '.join(declared) or 'none'}; remove {name!r:.40} or fix its spelling")
+        if declared[name]["type"] == "const" and v != declared[name].get("value"):
+            raise TargetError(f"{where}: axis '{name}' is const {declared[name].get('value')} in the definition; "
+                              f"a workload cannot set it to {v!r:.40}",
+                              f"remove '{name}' from the line's axes (it is always {declared[name].get('value')})")
     for name, ax in definition["axes"].items():
         if ax["type"] != "var":
             continue
@@ -289,6 +310,24 @@ def check_workload(wl: Any, where: str, definition: dict[str, Any]) -> None:
         if not isinstance(spec, dict) or not isinstance(spec.get("type", "random"), str):
             raise TargetError(f"{where}: input '{name}' must be an object like {{\"type\": \"random\"}}, "
                               f"got {spec!r:.60}", LINE)
+        if name not in definition["inputs"]:
+            raise TargetError(f"{where}: input {name!r:.40} is not an input of definition {definition['name']}",
+                              f"its inputs: {', '.join(definition['inputs'])}; remove {name!r:.40} or fix its spelling")
+        kind = spec.get("type", "random")
+        if kind not in INPUT_TYPES:
+            raise TargetError(f"{where}: input '{name}' has type {kind!r:.40}, which autogk does not know",
+                              f"use one of: {', '.join(INPUT_TYPES)}")
+        if kind == "scalar" and (not isinstance(spec.get("value"), (int, float)) or isinstance(spec.get("value"), bool)):
+            raise TargetError(f"{where}: scalar input '{name}' needs a numeric 'value', got {spec.get('value')!r:.40}",
+                              f'write it as "{name}": {{"type": "scalar", "value": 1.5}}')
+
+
+def check_unique(wl: dict[str, Any], where: str, seen: dict[str, str]) -> None:
+    """A workload's uuid not used by an earlier line (seen: uuid -> where it was); results are keyed by it."""
+    first = seen.setdefault(wl["uuid"], where)
+    if first != where:
+        raise TargetError(f"{where}: uuid {wl['uuid']} is used twice (first on line {first.rsplit(':', 1)[-1]})",
+                          "give each workload line its own uuid")
 
 
 def input_data_message(target: Target, need: list[str]) -> str:
@@ -369,6 +408,25 @@ class Project:
             raise TargetError(f"no target '{name}' under {self.config.project.targets}/",
                               f"known targets: {', '.join(names) or 'none'}")
         return configured_target(self.config, name, self.targets_dir / name)
+
+    def layout_problems(self) -> list[str]:
+        """What `iterate` would trip on in the targets' layout: the targets folder missing or a file, a
+        folder that lost its definition, an unknown default target (doctor lists them)."""
+        cfg, out = self.config, []
+        tdir, names = self.targets_dir, self.target_names()
+        if not tdir.is_dir():
+            what = "is a file, not a folder" if tdir.exists() else "does not exist"
+            out.append(f"[project] targets = {cfg.project.targets!r} {what} ({tdir}); fix: set it to the folder that "
+                       "holds your targets (default: kernels), or add one: autogk init --here --definition FILE")
+        else:
+            for d in sorted(p for p in tdir.iterdir() if p.is_dir() and p.name not in names):
+                if any((d / f).exists() for f in ("kernel.py", "workloads.jsonl", "program.md")):
+                    out.append(f"{self.target_rel(d.name)}/ has no definition.json (renamed or deleted?), so it is "
+                               f"no target; fix: git checkout {self.trunk} -- {self.target_rel(d.name)}/definition.json")
+        if cfg.project.target and cfg.project.target not in names:
+            out.append(f"[project] target = {cfg.project.target!r} is not a target under {cfg.project.targets}/ (known: "
+                       f"{', '.join(names) or 'none'}); fix: set it to one of those, or remove it")
+        return out
 
     @cached_property
     def main_root(self) -> Path:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from autogk_git import config as config_mod
 from autogk_git import env
 from autogk_git.errors import AutogkError, TargetError
-from autogk_git.project import Target, check_definition, check_workload, read_jsonl, read_text
+from autogk_git.project import Target, check_definition, check_unique, check_workload, read_jsonl, read_text
 
 DEFAULT_VAR_VALUES = (1, 16, 128)
 Say = Callable[[str], None]
@@ -97,15 +97,18 @@ def read_workloads(path: Path, definition: dict[str, Any], blobs_dir: Path | Non
 
     A blob's path is looked up under blobs_dir (the dataset's root, or the folder holding the
     blobs themselves), then relative to the workloads file and each folder above it."""
-    lines, blobs = [], []
+    lines, blobs, seen = [], [], {}
     name = definition["name"]
-    if not path.is_file():
-        raise AutogkError(f"{path} does not exist", "pass the path of a workloads .jsonl file")
-    for i, obj in read_jsonl(path):
+    try:
+        found = read_jsonl(path)
+    except FileNotFoundError:
+        raise AutogkError(f"{path} does not exist", "pass the path of a workloads .jsonl file") from None
+    for i, obj in found:
         if obj.get("definition") not in (None, name):
             continue
         wl = obj.get("workload", obj)
         check_workload(wl, f"{path}:{i}", definition)
+        check_unique(wl, f"{path}:{i}", seen)
         for inp, spec in wl.get("inputs", {}).items():
             if spec.get("type") == "safetensors":
                 if not isinstance(spec.get("path"), str):
@@ -141,9 +144,9 @@ def read_kernel(kernel_file: Path, definition: dict[str, Any]) -> str:
     """The user's own kernel file, checked enough to be a starting point: Python with a `run` function."""
     import ast
     try:
-        text = kernel_file.read_text()
-    except OSError as e:
-        raise AutogkError(f"cannot read --kernel {kernel_file}: {e.strerror}",
+        text = read_text(kernel_file, "--kernel")
+    except FileNotFoundError:
+        raise AutogkError(f"--kernel {kernel_file} does not exist",
                           "pass the path of your Triton kernel's .py file") from None
     try:
         tree = ast.parse(text, str(kernel_file))
@@ -184,6 +187,7 @@ class Source:
     definition: dict[str, Any]
     bundled: Path | None                        # a bundled example's folder: kernel, program, generator
     workloads: tuple[list[dict[str, Any]], list[tuple[Path, str]]] | None  # lines and blobs; None: defaults
+    definition_file: Path | None = None         # where the definition was read from, for errors
 
 
 def load_definition(definition_file: Path) -> dict[str, Any]:
@@ -227,7 +231,24 @@ def prepare(definition_file: Path | None, workloads_file: Path | None, example: 
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tname):
         raise AutogkError(f"target name '{tname}' has characters git refs cannot carry", "pass --name NAME")
     read = read_workloads(workloads_file, definition, blobs_dir) if workloads_file else None
-    return Source(tname, definition, src_dir, read)
+    return Source(tname, definition, src_dir, read, definition_file)
+
+
+def reference_timeout(top: Path | None) -> float:
+    """[bench] reference_timeout_s of the project at top (its default, with environment overrides, before one exists)."""
+    if top is not None and (top / config_mod.CONFIG_NAME).exists():
+        return config_mod.load(top).bench.reference_timeout_s
+    return config_mod.parse({}).bench.reference_timeout_s
+
+
+def needs_data(definition: dict[str, Any], workloads: list[dict[str, Any]], generator: str | None) -> bool:
+    """Some integer input is random in some workload and no generator makes it (as Target.inputs_needing_data)."""
+    from autogk_git.project import INT_DTYPES
+    if generator:
+        return False
+    return any(spec.get("shape") is not None and spec.get("dtype") in INT_DTYPES
+               and any(w.get("inputs", {}).get(n, {}).get("type", "random") == "random" for w in workloads)
+               for n, spec in definition["inputs"].items())
 
 
 @dataclass

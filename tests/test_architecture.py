@@ -25,7 +25,7 @@ LAYERS = [
     ("record", ["autogk_git.record"]),
     ("project", ["autogk_git.project", "autogk_git.scaffold"]),
     ("git", ["autogk_git.git"]),
-    ("ground", ["autogk_git.config", "autogk_git.env", "autogk_git.errors", "autogk_git.tunables", "autogk_git.fib",
+    ("ground", ["autogk_git.config", "autogk_git.env", "autogk_git.errors", "autogk_git.files", "autogk_git.tunables", "autogk_git.fib",
                 "autogk_git.examples", "autogk_git.resources", "autogk_git"]),
 ]
 # The judge's package runs on the benchmark machine: the standard library, torch, triton, safetensors only.

@@ -74,3 +74,41 @@ def test_a_remote_that_does_not_fetch_notes_is_named_with_the_command_that_sets_
     autogk_in(project, "remote", "setup", "hub")
     info = json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)
     assert info["project"]["remotes_without_notes"] == [] and not any("remote hub" in w for w in info["warnings"])
+
+
+def test_doctor_lists_setups_iterate_would_trip_on_and_fails(project):
+    good = (project / ".autogk.toml").read_text()
+    for text, words in (('[project]\ntarget = "nope"\n', "[project] target = 'nope' is not a target"),
+                        ('[agent]\nkind = "command"\ncommand = "no-such-cli -p"\n', "'no-such-cli', which is not on PATH"),
+                        ('[agent]\nkind = "command"\ncommand = "claude -p \\"oops"\n', "quotes are balanced"),
+                        ("[bench]\nmin_rounds = 50\nmax_rounds = 10\n", "min_rounds = 50 is over max_rounds = 10"),
+                        ("[agent]\neditable = []\n", "[agent] editable = []")):
+        (project / ".autogk.toml").write_text(text)
+        out = autogk_in(project, "doctor", check=False)
+        assert out.returncode == 1, text
+        assert f"problem: " in out.stdout and words in out.stdout, out.stdout + out.stderr
+    (project / ".autogk.toml").write_text(good)
+    # A definition renamed away, and a reference that returns the wrong shape, on the trunk.
+    git(project, "mv", "kernels/scale/definition.json", "kernels/scale/definition.json.bak")
+    out = autogk_in(project, "doctor", check=False)
+    assert out.returncode == 1 and "kernels/scale/ has no definition.json" in out.stdout
+    git(project, "mv", "kernels/scale/definition.json.bak", "kernels/scale/definition.json")
+    d = json.loads((project / "kernels/scale/definition.json").read_text())
+    d["reference"] = "def run(x, bias, scale):\n    return x[:2]\n"
+    (project / "kernels/scale/definition.json").write_text(json.dumps(d))
+    git(project, "commit", "-qam", "a broken reference", "--no-verify")
+    out = autogk_in(project, "doctor", check=False)
+    assert out.returncode == 1
+    assert "main:kernels/scale/definition.json: the reference's output out has shape [2]" in out.stdout
+
+
+def test_a_tracking_server_that_refuses_is_said_in_seconds(project):
+    import time
+    dead = {"AUTOGK_TRACKING_URI": "http://127.0.0.1:9/"}
+    for cmd in ("sync", "doctor"):
+        t0 = time.monotonic()
+        out = autogk(project, cmd, check=False, env=dead, timeout=120)
+        assert time.monotonic() - t0 < 60, f"{cmd} took {time.monotonic() - t0:.0f} s"
+        text = out.stdout + out.stderr
+        assert out.returncode == 1 and "the MLflow store http://127.0.0.1:9/ does not answer" in text, text
+        assert "Traceback" not in text

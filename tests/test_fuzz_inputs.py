@@ -216,3 +216,296 @@ def test_init_with_malformed_files_creates_nothing(monkeypatch, capsys, tmp_path
             failures.append(f"{kind} / {name}: exit {rc}, exists={dest.exists()}: {out.strip()[-300:]}")
     assert len(cases) > 30
     assert not failures, "\n".join(failures[:20])
+
+
+# ------------------------------------------------------------------------------------------------
+# Second pass: special files, references, workloads against their definition, setups doctor must
+# catch. Most cases run in-process (the library functions the commands call); a handful run the real
+# `autogk` where the process is the point (a reference that ends its process or never returns).
+# ------------------------------------------------------------------------------------------------
+
+import signal
+import subprocess
+import time
+
+from conftest import autogk
+
+HANG_S = 30  # a case that takes this long is counted as a hang (each should take milliseconds)
+
+
+class Tally:
+    """clean / traceback / wrongly accepted / hang, with the failing cases for the assertion."""
+
+    def __init__(self) -> None:
+        self.counts = {"clean": 0, "traceback": 0, "wrongly accepted": 0, "hang": 0, "unclear": 0}
+        self.failures: list[str] = []
+
+    def add(self, kind: str, name: str, detail: str = "") -> None:
+        self.counts[kind] += 1
+        if kind != "clean":
+            self.failures.append(f"{kind}: {name}: {detail[-300:]}")
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise _Hang()
+
+
+def judge_case(tally: Tally, name: str, fn, names: tuple[str, ...]) -> None:
+    """Run fn (a refusal is an AutogkError whose text names one of `names`), under a hang watchdog."""
+    from autogk_git.errors import AutogkError
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(HANG_S)
+    try:
+        fn()
+        tally.add("wrongly accepted", name)
+    except _Hang:
+        tally.add("hang", name)
+    except AutogkError as e:
+        text = str(e)
+        if "Traceback" in text or 'File "' in text:
+            tally.add("traceback", name, text)
+        elif not e.hint or not any(n in text for n in names):
+            tally.add("unclear", name, text)
+        else:
+            tally.add("clean", name)
+    except Exception as e:  # noqa: BLE001 - a crash: what a user sees as a traceback
+        tally.add("traceback", name, f"{type(e).__name__}: {e}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def special_files(tmp: Path) -> list[tuple[str, Path]]:
+    """Paths that are not regular files, or are far too big: each must be refused by type or size."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    fifo = tmp / "fifo"
+    os.mkfifo(fifo)
+    (tmp / "loop-a").symlink_to(tmp / "loop-b")
+    (tmp / "loop-b").symlink_to(tmp / "loop-a")
+    (tmp / "to-zero").symlink_to("/dev/zero")
+    (tmp / "to-fifo").symlink_to(fifo)
+    (tmp / "folder").mkdir()
+    huge = tmp / "huge"
+    with open(huge, "wb") as f:  # sparse: no disk used, but 65 MiB by its size
+        f.truncate(65 << 20)
+    return [("fifo", fifo), ("symlink loop", tmp / "loop-a"), ("/dev/zero", Path("/dev/zero")),
+            ("symlink to /dev/zero", tmp / "to-zero"), ("symlink to a fifo", tmp / "to-fifo"),
+            ("folder", tmp / "folder"), ("/dev/null", Path("/dev/null")), ("65 MiB file", huge)]
+
+
+REFERENCES = {  # name -> reference source for the `scale` definition (one output: out [n] float32)
+    "too short": "def run(x, bias, scale):\n    return x[:-1] * scale + bias[:-1]\n",
+    "extra dim": "def run(x, bias, scale):\n    return (x * scale + bias).unsqueeze(0)\n",
+    "2-d": "def run(x, bias, scale):\n    return (x * scale + bias).reshape(1, -1).expand(2, -1)\n",
+    "empty": "import torch\ndef run(x, bias, scale):\n    return torch.empty(0)\n",
+    "float64": "def run(x, bias, scale):\n    return (x * scale + bias).double()\n",
+    "float16": "def run(x, bias, scale):\n    return (x * scale + bias).half()\n",
+    "bfloat16": "import torch\ndef run(x, bias, scale):\n    return (x * scale + bias).to(torch.bfloat16)\n",
+    "int32": "import torch\ndef run(x, bias, scale):\n    return (x * scale + bias).to(torch.int32)\n",
+    "None": "def run(x, bias, scale):\n    x * scale + bias\n",
+    "two outputs": "def run(x, bias, scale):\n    return x * scale + bias, x\n",
+    "empty tuple": "def run(x, bias, scale):\n    return ()\n",
+    "a string": "def run(x, bias, scale):\n    return 'out'\n",
+    "a number": "def run(x, bias, scale):\n    return 3.0\n",
+    "a list of floats": "def run(x, bias, scale):\n    return [[1.0, 2.0]]\n",
+    "NaN": "def run(x, bias, scale):\n    return x * float('nan')\n",
+    "one NaN": "import torch\ndef run(x, bias, scale):\n    y = x * scale + bias\n    y[0] = float('nan')\n    return y\n",
+    "inf everywhere": "def run(x, bias, scale):\n    return x * 0 + float('inf')\n",
+    "unseeded random": "import torch\ndef run(x, bias, scale):\n    return torch.rand_like(x)\n",
+    "keeps state": "import torch\nN = [0]\ndef run(x, bias, scale):\n    N[0] += 1\n    return x * N[0]\n",
+    "raises": "def run(x, bias, scale):\n    raise ValueError('bad input')\n",
+    "asserts": "def run(x, bias, scale):\n    assert x.shape[0] == 4096\n    return x\n",
+    "missing module": "import no_such_module_anywhere\ndef run(x, bias, scale):\n    return x\n",
+    "syntax error": "def run(x, bias, scale):\n    return x +\n",
+    "wrong arity": "def run(x):\n    return x\n",
+    "recursion": "def run(x, bias, scale):\n    return run(x, bias, scale)\n",
+    "sys.exit": "import sys\ndef run(x, bias, scale):\n    sys.exit(0)\n",
+    "raises at import": "raise RuntimeError('no')\ndef run(x, bias, scale):\n    return x\n",
+    "no run at import": "run = None\ndef run_(x):\n    pass\n# def run(\n",
+}
+
+
+def workload_semantic_cases(good: list[dict]) -> list[tuple[str, str]]:
+    """Workload files (JSONL text) wrong for the `scale` definition, though each line is well-formed."""
+    out = []
+
+    def with_line(name: str, mutate) -> None:
+        lines = copy.deepcopy(good)
+        mutate(lines)
+        out.append((name, "".join(json.dumps(x) + "\n" for x in lines)))
+
+    for axis in ("m", "N", "n ", "batch", "h", "x"):
+        with_line(f"unknown axis {axis!r}", lambda ls, a=axis: ls[1]["workload"]["axes"].__setitem__(a, 4))
+    for inp in ("y", "X", "scales", "out", "bias2", ""):
+        with_line(f"unknown input {inp!r}", lambda ls, i=inp: ls[0]["workload"]["inputs"].__setitem__(i, {"type": "random"}))
+    for kind in ("randn", "blob", "tensor", "RANDOM", "", "zeros"):
+        with_line(f"input type {kind!r}", lambda ls, k=kind: ls[0]["workload"]["inputs"].__setitem__("x", {"type": k}))
+    for v in (None, "1.5", True, [1.5], {"v": 1}):
+        with_line(f"scalar value {v!r:.12}", lambda ls, v=v: ls[0]["workload"]["inputs"].__setitem__(
+            "scale", {"type": "scalar", "value": v}))
+    for i in (0, 1, len(good) - 1):
+        with_line(f"duplicate uuid of line {i + 1}", lambda ls, i=i: ls.append(copy.deepcopy(ls[i])))
+    for n in (129, 1000, 100_000, 10 << 20):
+        with_line(f"uuid of {n} chars", lambda ls, n=n: ls[0]["workload"].__setitem__("uuid", "u" * n))
+    with_line("uuid with a newline", lambda ls: ls[0]["workload"].__setitem__("uuid", "a\nb"))
+    return out
+
+
+def const_definition(good_def: dict) -> dict:
+    d = copy.deepcopy(good_def)
+    d["axes"]["h"] = {"type": "const", "value": 8}
+    return d
+
+
+def setup_cases() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(name, .autogk.toml text, words the problem must name) for setups `iterate` would trip on."""
+    cases = [
+        ("unknown default target", '[project]\ntarget = "nope"\n', ("[project] target",)),
+        ("targets is a file", '[project]\ntargets = ".autogk.toml"\n', ("[project] targets",)),
+        ("targets missing", '[project]\ntargets = "nowhere"\n', ("[project] targets",)),
+        ("trials = true", "[bench]\ntrials = true\n", ("[bench] trials",)),
+        ("cpu_max_numel = 1e300", "[bench]\ncpu_max_numel = 1e300\n", ("[bench] cpu_max_numel",)),
+        ("command agent without command", '[agent]\nkind = "command"\n', ("[agent] command",)),
+        ("command agent, missing binary", '[agent]\nkind = "command"\ncommand = "no-such-cli-anywhere -p"\n',
+         ("[agent] command",)),
+        ("unbalanced quote", '[agent]\nkind = "command"\ncommand = "claude -p \\"oops"\n', ("[agent] command",)),
+        ("unbalanced single quote", "[agent]\ncommand = \"claude -p 'oops\"\n", ("[agent] command",)),
+        ("trailing backslash", '[agent]\ncommand = "claude \\\\"\n', ("[agent] command",)),
+    ]
+    for lo, hi in ((50, 10), (6, 5), (10_000, 1)):
+        cases.append((f"min_rounds {lo} > max_rounds {hi}", f"[bench]\nmin_rounds = {lo}\nmax_rounds = {hi}\n",
+                      ("min_rounds",)))
+    for globs in ("[]", '[""]', '["../kernel.py"]', '["/etc/passwd"]', '["../../*"]', '["a/../../b"]', '["~/x"]'):
+        cases.append((f"editable = {globs}", f"[agent]\neditable = {globs}\n", ("[agent] editable",)))
+    return cases
+
+
+def test_fuzz_special_files_references_workloads_setups(project, monkeypatch, capsys, tmp_path):
+    from autogk_git import scaffold
+    from autogk_git.commands import doctor
+    from autogk_git.project import Project, Target
+
+    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
+    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
+    tally = Tally()
+    started = time.monotonic()
+    marks: list[float] = []
+    good_def = json.loads((DATA / "scale" / "definition.json").read_text())
+    good_wls = [json.loads(x) for x in (DATA / "scale" / "workloads.jsonl").read_text().splitlines() if x.strip()]
+
+    # 1. Special files in every role a user names a file: refused by type or size, before any read.
+    for kind, path in special_files(tmp_path / "special"):
+        judge_case(tally, f"definition: {kind}", lambda p=path: scaffold.load_definition(p), (str(path),))
+        judge_case(tally, f"workloads: {kind}", lambda p=path: scaffold.read_workloads(p, good_def), (str(path),))
+        judge_case(tally, f"kernel: {kind}", lambda p=path: scaffold.read_kernel(p, good_def), (str(path),))
+        slug = kind.replace("/", "_").replace(" ", "_")
+        judge_case(tally, f".autogk.toml: {kind}", lambda p=path, s=slug: _config_from(p, tmp_path / "cfg" / s),
+                   (".autogk.toml",))
+        tdir = tmp_path / "targets" / slug
+        tdir.mkdir(parents=True)
+        (tdir / "definition.json").write_text(json.dumps(good_def))
+        (tdir / "workloads.jsonl").symlink_to(path)
+        judge_case(tally, f"target's workloads.jsonl: {kind}", lambda d=tdir: Target("scale", d).workloads,
+                   ("workloads.jsonl",))
+
+    marks.append(time.monotonic())
+    # 2. References that return the wrong thing or raise: in-process, on each of three workload sizes.
+    for size in (1, 7, 100):
+        wl = {"uuid": f"w{size}", "axes": {"n": size},
+              "inputs": {"x": {"type": "random"}, "bias": {"type": "random"}, "scale": {"type": "scalar", "value": 1.5}}}
+        for name, ref in REFERENCES.items():
+            if name == "recursion" and size != 1:
+                continue  # one is enough: each costs a RecursionError's depth
+            d = {**copy.deepcopy(good_def), "reference": ref}
+            judge_case(tally, f"reference {name} (n={size})",
+                       lambda d=d, wl=wl: check_reference_in_process(d, wl), ("defs/scale.json",))
+
+    marks.append(time.monotonic())
+    # 3. Workloads wrong for their definition: at init (scaffold) and in a project (Target).
+    wl_file = tmp_path / "wl.jsonl"
+    for name, text in workload_semantic_cases(good_wls):
+        wl_file.write_text(text)
+        judge_case(tally, f"workloads {name} (init)", lambda: scaffold.read_workloads(wl_file, good_def), ("wl.jsonl:",))
+        (project / TARGET / "workloads.jsonl").write_text(text)
+        judge_case(tally, f"workloads {name} (project)", lambda: Project(project).target("scale").workloads,
+                   ("workloads.jsonl:",))
+    git(project, "checkout", "--", TARGET)
+    cdef = const_definition(good_def)
+    for v in (4, 9, 0, 4096):
+        lines = copy.deepcopy(good_wls)
+        lines[0]["workload"]["axes"]["h"] = v
+        wl_file.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        judge_case(tally, f"const axis h overridden to {v}", lambda: scaffold.read_workloads(wl_file, cdef), ("wl.jsonl:",))
+
+    marks.append(time.monotonic())
+    # 4. Setups doctor must list as problems (exit 1), naming the key.
+    good_cfg = (project / ".autogk.toml").read_text()
+    monkeypatch.chdir(project)
+    for name, text, names in setup_cases():
+        (project / ".autogk.toml").write_text(text)
+
+        def doctor_says(names=names):
+            info = doctor.checks()
+            hits = [p for p in info["problems"] if any(n in p for n in names)]
+            if hits:
+                from autogk_git.errors import AutogkError
+                raise AutogkError(hits[0], "doctor's problem line")
+        judge_case(tally, f"doctor: {name}", doctor_says, names)
+    (project / ".autogk.toml").write_text(good_cfg)
+
+    marks.append(time.monotonic())
+    # 5. The real command line where the process is the point: a reference that ends its process, never
+    #    returns or imports what is not there; a FIFO definition; init leaves nothing behind.
+    for name, ref in (("os._exit", "import os\ndef run(x, bias, scale):\n    os._exit(7)\n"),
+                      ("endless loop", "def run(x, bias, scale):\n    while True:\n        pass\n"),
+                      ("missing module", "import no_such_module_anywhere\ndef run(x, bias, scale):\n    return x\n")):
+        d = tmp_path / f"def-{name.replace(' ', '_')}.json"
+        d.write_text(json.dumps({**good_def, "reference": ref}))
+        dest = tmp_path / f"proj-{name.replace(' ', '_')}"
+        try:
+            proc = autogk(tmp_path, "init", str(dest), "--definition", str(d), "--workloads",
+                          str(DATA / "scale" / "workloads.jsonl"), check=False, timeout=240,
+                          env={"AUTOGK_BENCH_REFERENCE_TIMEOUT_S": "3"})
+        except subprocess.TimeoutExpired:
+            tally.add("hang", f"init: reference {name}")
+            continue
+        out = proc.stdout + proc.stderr
+        if proc.returncode == 0:
+            tally.add("wrongly accepted", f"init: reference {name}", out)
+        elif "Traceback" in out or "crashed" in out:
+            tally.add("traceback", f"init: reference {name}", out)
+        elif dest.exists() or f"error: {d}" not in out or "kernel" in out.split("error:", 1)[1].split("\n")[0]:
+            tally.add("unclear", f"init: reference {name}", out + f" (left behind: {dest.exists()})")
+        else:
+            tally.add("clean", f"init: reference {name}")
+
+    elapsed = time.monotonic() - started
+    steps = [b - a for a, b in zip([started, *marks], [*marks, time.monotonic()])]
+    print(f"\nfuzz: {tally.total} cases in {elapsed:.0f} s (sections: {', '.join(f'{x:.0f}' for x in steps)} s): "
+          + ", ".join(f"{k} {v}" for k, v in tally.counts.items()))
+    assert tally.total >= 200
+    assert tally.counts["clean"] == tally.total, f"{len(tally.failures)} of {tally.total}:\n" + "\n".join(tally.failures[:40])
+
+
+def check_reference_in_process(definition: dict, wl: dict) -> None:
+    """What init runs on a definition's reference, here in-process (these references all return)."""
+    try:
+        from autogk_git.bench import refcheck
+    except ImportError:  # a tree without the check accepts every reference: run on it, this says so
+        return
+    refcheck.check(definition, [wl], "defs/scale.json", 60, isolate=False)
+
+
+def _config_from(path: Path, root: Path):
+    """Load a project's config when its `.autogk.toml` is `path` (a symlink to it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / config.CONFIG_NAME).symlink_to(path)
+    return config.load(root)

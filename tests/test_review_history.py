@@ -62,7 +62,7 @@ def test_init_configures_the_remote_to_carry_notes_and_experiment_refs(tmp_path)
     root = tmp_path / "proj"
     git(tmp_path, "init", "-q", str(root))
     git(root, "remote", "add", "origin", str(tmp_path / "elsewhere.git"))
-    autogk_in(root, "init", "--definition", str(DATA / "scale" / "definition.json"),
+    autogk_in(root, "init", "--here", "--definition", str(DATA / "scale" / "definition.json"),
            "--workloads", str(DATA / "scale" / "workloads.jsonl"), "--no-check")
     fetch = git(root, "config", "--get-all", "remote.origin.fetch").split()
     assert "+refs/notes/autogk/*:refs/notes/remotes/origin/autogk/*" in fetch

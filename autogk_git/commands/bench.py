@@ -6,7 +6,7 @@ import json
 import click
 
 from autogk_git.git import repo
-from autogk_git.loop.check import check_kernel
+from autogk_git.loop.check import check_kernel, check_reference
 from autogk_git.project import Project
 from autogk_git.record import refs
 
@@ -22,6 +22,7 @@ def bench(target, rev, against, backend, as_json) -> int:
     t = project.target(target)
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     rev = rev or (project.trunk if repo.rev(project.root, refs.branch(project.trunk)) else "HEAD")
+    say(check_reference(project, t))  # a broken reference is the target's fault, said before any kernel runs
     res = check_kernel(project, t, rev, say, backend, against)
     if as_json:
         click.echo(json.dumps(res, indent=1, sort_keys=True))

@@ -77,7 +77,7 @@ def checks() -> dict[str, Any]:
         out["warnings"].append(f"`autogk` on PATH is not this installation ({on_path or 'none'}), so hints that say "
                                f"`autogk ...` need {here} instead; or first: source {venv}/bin/activate")
     cfg = None
-    from autogk_git.errors import NotAProject
+    from autogk_git.errors import AutogkError, NotAProject
     from autogk_git.project import Project
     try:
         project = Project.find()
@@ -88,6 +88,11 @@ def checks() -> dict[str, Any]:
         out["problems"].append(f"not an autogk project: no .autogk.toml in {Path.cwd()} or a folder above it; "
                                "to make one: autogk init --definition FILE --workloads FILE [--kernel FILE], "
                                "or autogk init --example rmsnorm_h4096 (a bundled target)")
+    except AutogkError as e:  # a config that does not load stops every command: doctor lists it
+        project = None
+        out["project"] = None
+        out["project_error"] = e.message
+        out["problems"].append(e.message + (f"; fix: {e.hint}" if e.hint else ""))
     if project is not None:
         try:
             from autogk_git.git import hooks as hooks_mod
@@ -96,10 +101,13 @@ def checks() -> dict[str, Any]:
                               "hooks": hooks_mod.status(project.root), "tracking_uri": project.tracking_uri()}
             from autogk_git.bench.backends import resolve_name
             out["project"]["backend"] = resolve_name(cfg.bench.backend)
+            out["problems"] += setup_problems(project)
             for name in project.target_names():
                 try:
                     t = project.target(name)
                     need = t.inputs_needing_data()
+                    if not need:
+                        target_checks(project, t)
                     out["project"]["targets"][name] = {"workloads": len(t.workloads), "needs_data": need,
                                                        "folder": project.target_rel(name)}
                     unrunnable = unrunnable_workloads(cfg, t)
@@ -148,6 +156,30 @@ def checks() -> dict[str, Any]:
         out["slurm"] = slurm_check.status(cfg)
         out["problems"] += [f"SLURM: {p}" for p in out["slurm"]["problems"]]
     return out
+
+
+def setup_problems(project) -> list[str]:
+    """What `iterate` would trip on before any target is read: the targets folder, the default target,
+    folders that lost their definition, the command agent's command."""
+    cfg, out = project.config, project.layout_problems()
+    from autogk_git.agents import resolve_kind
+    if resolve_kind(cfg.agent.kind) == "command":
+        import shlex
+        command = cfg.agent.command.strip()
+        if not command:
+            out.append("[agent] kind = \"command\" but [agent] command is empty; fix: set command = \"claude -p\" "
+                       "(a coding CLI that edits the kernel), or AUTOGK_AGENT_COMMAND")
+        else:
+            exe = shlex.split(command)[0]
+            if shutil.which(exe) is None:
+                out.append(f"[agent] command runs {exe!r}, which is not on PATH; fix: install it, or give its full path")
+    return out
+
+
+def target_checks(project, target) -> None:
+    """A TargetError when the trunk lacks the target or its reference is broken (checked once per definition)."""
+    from autogk_git.loop.check import check_reference, trunk_target
+    check_reference(project, trunk_target(project, target), cache=True)
 
 
 def _target_line(name: str, t: dict[str, Any]) -> str:

@@ -43,6 +43,12 @@ def common_dir(cwd: Path) -> Path:
     return Path(git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=cwd).strip())
 
 
+def git_path(root: Path, name: str) -> Path:
+    """A path inside root's git directory as git resolves it (`index`, `hooks`: per worktree or shared)."""
+    p = Path(git("rev-parse", "--git-path", name, cwd=root).strip())
+    return p if p.is_absolute() else (root / p).resolve()
+
+
 def hooks_dir(root: Path) -> Path:
     """The folder git runs root's hooks from (`core.hooksPath` when set), as git names it."""
     p = Path(git("rev-parse", "--git-path", "hooks", cwd=root).strip())

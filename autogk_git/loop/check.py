@@ -40,6 +40,49 @@ def check_kernel(project: Project, target: Target, rev: str, say, backend_name: 
     return res
 
 
+def check_reference(project: Project, target: Target, cache: bool = False) -> str:
+    """The target's reference run and checked on its smallest workload (bench/refcheck.py): a TargetError
+    naming its definition file when broken. cache: skip a definition, generator and workloads already
+    passed in this repository (the loop checks when the trunk's definition changes, not every run), and
+    return "" then."""
+    import hashlib
+    import json
+
+    from autogk_git.bench import refcheck
+    if target.inputs_needing_data():
+        return "reference not checked ahead: some integer inputs need data"
+    generator = target.generator_source()
+    key = hashlib.sha256(json.dumps([target.definition, target.workloads, generator], sort_keys=True).encode()).hexdigest()
+    mark = project.state_dir / "reference-checked" / key
+    if cache and mark.exists():
+        return ""
+    where = str(target.dir / "definition.json")
+    if project.state_dir / "trunk-targets" in target.dir.parents:  # the trunk's copy: name it as git does
+        where = f"{project.trunk}:{target.rel}/definition.json"
+    line = refcheck.check(target.definition, target.workloads, where,
+                          project.config.bench.reference_timeout_s, generator, target.dir)
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text(line + "\n")
+    return line
+
+
+def trunk_target(project: Project, target: Target) -> Target:
+    """The target as the trunk holds it (the checkout's while the trunk does not exist yet); a TargetError
+    with the fix when the trunk lacks it (committed on another branch)."""
+    from autogk_git.project import configured_target
+    from autogk_git.record import kernels, refs, trunk
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    if tip is None:
+        return target
+    if kernels.trees(project.root, [tip], target.rel).get(tip) is None:
+        here = repo.current_branch(project.root) or "HEAD"
+        raise AutogkError(f"target {target.name} ({target.rel}/) is not on the trunk {project.trunk}: experiments "
+                          f"branch from the trunk, so there is nothing to start from (it is in this checkout, on {here})",
+                          f"bring it onto the trunk: git switch {project.trunk} && git checkout {here} -- {target.rel} && "
+                          f"git commit -m 'add target {target.name}'  (then: autogk iterate --target {target.name})")
+    return configured_target(project.config, target.name, trunk.snapshot(project, target.rel, tip))
+
+
 def size_lines(project: Project, target: Target) -> list[str]:
     """Workloads the configured backend cannot run for size (the CPU interpreter's cpu_max_numel), said
     up front: a target none of whose workloads fit would otherwise look like a loop with nothing to do."""

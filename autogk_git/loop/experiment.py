@@ -207,6 +207,9 @@ def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str |
         from autogk_git.tracking.mlflow_store import log_result
         run_id = log_result(project, result)
         return run_id
+    except AutogkError as e:  # an unreachable store: said once per experiment, at once, never a traceback
+        say(f"warning: {e.message}; run `autogk sync` to log it later")
+        return None
     except Exception as e:  # noqa: BLE001 - the note is the source of truth; MLflow can catch up
         say(f"warning: MLflow logging failed ({type(e).__name__}: {str(e)[:200]}); the result note is written. "
             "Run `autogk sync` to log it later.")

@@ -11,10 +11,11 @@ from typing import Any
 
 from autogk_git.agents import get_agent, resolve_kind
 from autogk_git.agents.pricing import add_usage
-from autogk_git.errors import AgentError
+from autogk_git.errors import AgentError, AutogkError
 from autogk_git.git import repo, worktrees
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import running_bench_pid
+from autogk_git.loop.check import check_reference, trunk_target
 from autogk_git.loop.lock import RepoLock
 from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.loop.step import Limits, LoopReport, finish, open_experiment
@@ -142,7 +143,19 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
 
     target = project.target(target_name)
     require_input_data(target)
+    # The trunk's definition is what judges every experiment: a broken reference is said here, once,
+    # not blamed on each candidate (checked again only when the definition or workloads change).
+    checked = check_reference(project, trunk_target(project, target), cache=True)
+    if checked:
+        say(checked)
     cfg = project.config
+    if cfg.tracking.enabled:  # a dead server is said before the first experiment, in seconds, not minutes later
+        from autogk_git.tracking.mlflow_store import probe
+        try:
+            probe(project.tracking_uri())
+        except AutogkError as e:
+            say(f"warning: {e.message}; the loop runs on and writes every result note; once the store answers: "
+                "autogk sync")
     kind = resolve_kind(agent_kind or cfg.agent.kind)
     budget = cfg.agent.budget_usd if budget_usd is None else budget_usd
     _check_budget_is_priced(cfg, kind, budget)
@@ -174,7 +187,8 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             from autogk_git.tracking.mlflow_store import log_loop
             log_loop(project, report.as_dict(), started, agent.name)
         except Exception as e:  # noqa: BLE001 - the notes hold every experiment; the loop total is a summary
-            say(f"warning: MLflow could not log the loop's totals ({type(e).__name__}: {str(e)[:200]})")
+            why = e.message if isinstance(e, AutogkError) else f"{type(e).__name__}: {str(e)[:200]}"
+            say(f"warning: MLflow could not log the loop's totals ({why})")
     return report
 
 

@@ -18,12 +18,74 @@ from autogk_git.record import refs
 TAG_COMMIT = "autogk.commit"
 
 
+# A server store is probed before MLflow is asked anything: MLflow retries a refused connection with
+# backoff for minutes per call (7 retries, 120 s timeouts by default), so a dead server made `iterate`,
+# `sync` and `doctor` silent for over 3 minutes. Its own retries are bounded too, for a server that
+# answers the probe and then stalls. A user's own MLFLOW_HTTP_REQUEST_* settings win.
+PROBE_TIMEOUT_S = 3.0
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+_unreachable: dict[str, str] = {}  # uri -> why, for this process: one probe per store, not one per experiment
+
+
+def store_unreachable(uri: str, why: str):
+    from autogk_git.errors import AutogkError
+    return AutogkError(f"the MLflow store {uri} does not answer ({why}, probed for {PROBE_TIMEOUT_S:g} s); nothing "
+                       "was logged to it, and the result notes are intact",
+                       "start that MLflow server, or point AUTOGK_TRACKING_URI / [tracking] uri at one that runs "
+                       "(empty: the project's own SQLite store); then `autogk sync` logs what is missing")
+
+
+def probe(uri: str) -> None:
+    """An http(s) store answers within PROBE_TIMEOUT_S, or an AutogkError saying so (remembered per process)."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    if uri in _unreachable:
+        raise store_unreachable(uri, _unreachable[uri])
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S):
+            pass
+    except urllib.error.HTTPError:
+        return  # it answered: a server without /health, or behind a proxy that says no; MLflow will tell
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        _unreachable[uri] = str(getattr(reason, "strerror", None) or reason)[:120] or type(e).__name__
+        raise store_unreachable(uri, _unreachable[uri]) from None
+
+
+class _NoTraceback:
+    """A logging filter that keeps a library's message line and drops its traceback: autogk says what
+    failed and the fix itself (describe_error); `-v` shows MLflow's own lines in full."""
+
+    def filter(self, record) -> bool:
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def _quiet_tracebacks() -> None:
+    import logging
+    if os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING").upper() in ("DEBUG", "INFO"):
+        return
+    handlers = [*logging.getLogger("mlflow").handlers, *logging.getLogger().handlers]
+    if logging.lastResort is not None:  # where SQLAlchemy's and alembic's records end without a handler
+        handlers.append(logging.lastResort)
+    for h in handlers:
+        if not any(isinstance(f, _NoTraceback) for f in h.filters):
+            h.addFilter(_NoTraceback())
+
+
 def _client(project):
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    uri = project.tracking_uri()
+    probe(uri)
+    for k, v in HTTP_LIMITS.items():
+        os.environ.setdefault(k, v)
     import mlflow  # noqa: F401  (heavy: imported only here, only when logging)
     from mlflow.tracking import MlflowClient
 
-    uri = project.tracking_uri()
+    _quiet_tracebacks()
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         db.parent.mkdir(parents=True, exist_ok=True)
@@ -255,6 +317,8 @@ def supersede(client, exp_id: str, root: Path, result: dict[str, Any]) -> list[s
 def describe_error(project, e: BaseException):
     """A failure of the MLflow store as an AutogkError that names the store and the fix."""
     from autogk_git.errors import AutogkError
+    if isinstance(e, AutogkError):  # already says which store and the fix (an unreachable server)
+        return e
     uri = project.tracking_uri()
     text = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
     low = str(e).lower()
