@@ -1,12 +1,14 @@
 """Hermetic test setup: temporary HOME and git config, real temporary repositories, no network."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -86,10 +88,37 @@ def autogk_in(cwd: Path, *args: str, check: bool = True, env: dict | None = None
     return proc
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name`, made by build(folder) once per test run and shared by every xdist worker.
+
+    A session fixture alone runs once per worker (up to four times): the expensive templates (an
+    initialized project, an iterated one) are built by whichever worker asks first, under a file
+    lock, and only read by the others (each test copies them). Built where it stays (an MLflow store
+    records absolute paths); a marker written last tells a finished build from one that failed."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder: every worker's basetemp is popen-gwN inside it
+    shared = base / "built-once"
+    shared.mkdir(exist_ok=True)
+    folder, marker = shared / name, shared / f"{name}.built"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not marker.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another worker
+            folder.mkdir()
+            build(folder)
+            marker.write_text("")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def template_project(tmp_path_factory):
-    """A project with the small `scale` test target, built once and copied per test."""
-    root = tmp_path_factory.mktemp("template") / "proj"
+    """A project with the small `scale` test target, built once per run and copied per test."""
+    return built_once(tmp_path_factory, "template", _build_template) / "proj"
+
+
+def _build_template(folder: Path) -> None:
+    root = folder / "proj"
     env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root.parent),
            "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -104,7 +133,6 @@ def template_project(tmp_path_factory):
     (root / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
     subprocess.run(["git", "commit", "-qam", "tests: merge correct untimed candidates"], cwd=root, check=True,
                    env={**os.environ, **env})
-    return root
 
 
 @pytest.fixture
@@ -125,3 +153,4 @@ def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
     res = parse_result(git(root, "notes", "--ref", ref, "show", sha), sha)
     assert res is not None, f"no result for {sha} in its note"
     return res
+
