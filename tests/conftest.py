@@ -154,3 +154,38 @@ def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
     assert res is not None, f"no result for {sha} in its note"
     return res
 
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` (minutes on 2 cores) start first, so none is left running alone at the end.
+
+    The suite runs with `--dist worksteal`: worker j gets the j-th of k equal, contiguous slices of
+    this order and idle workers steal from the tails of the others. The README test (the longest by
+    far) leads slice 0 alone; the other slow tests lead the other slices in turn, where no steal
+    moves them behind it. Without xdist (k = 1) they simply run first."""
+    k = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    slow = [it for it in items if it.get_closest_marker("slow")]
+    if not slow:
+        return
+    rest = [it for it in items if not it.get_closest_marker("slow")]
+    lead: list[list] = [[] for _ in range(k)]
+    first = [it for it in slow if it.path.name == "test_readme.py"]
+    others = [it for it in slow if it not in first]
+    lead[0].extend(first)
+    others_slots = list(range(1, k)) or [0]
+    for i, it in enumerate(others):
+        lead[others_slots[i % len(others_slots)]].append(it)
+    # Slice sizes exactly as worksteal cuts them: len(pending) // workers_remaining, in worker order.
+    ordered, left, fill = [], len(items), iter(rest)
+    for j in range(k):
+        size = left // (k - j)
+        left -= size
+        part = lead[j][:]
+        while len(part) < size:
+            nxt = next(fill, None)
+            if nxt is None:
+                break
+            part.append(nxt)
+        ordered.extend(part)
+    ordered.extend(fill)  # anything not placed (more slow tests than a slice holds)
+    assert sorted(map(id, ordered)) == sorted(map(id, items))
+    items[:] = ordered
