@@ -1,12 +1,14 @@
 """Hermetic test setup: temporary HOME and git config, real temporary repositories, no network."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -86,10 +88,37 @@ def autogk_in(cwd: Path, *args: str, check: bool = True, env: dict | None = None
     return proc
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name`, made by build(folder) once per test run and shared by every xdist worker.
+
+    A session fixture alone runs once per worker (up to four times): the expensive templates (an
+    initialized project, an iterated one) are built by whichever worker asks first, under a file
+    lock, and only read by the others (each test copies them). Built where it stays (an MLflow store
+    records absolute paths); a marker written last tells a finished build from one that failed."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder: every worker's basetemp is popen-gwN inside it
+    shared = base / "built-once"
+    shared.mkdir(exist_ok=True)
+    folder, marker = shared / name, shared / f"{name}.built"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not marker.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another worker
+            folder.mkdir()
+            build(folder)
+            marker.write_text("")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def template_project(tmp_path_factory):
-    """A project with the small `scale` test target, built once and copied per test."""
-    root = tmp_path_factory.mktemp("template") / "proj"
+    """A project with the small `scale` test target, built once per run and copied per test."""
+    return built_once(tmp_path_factory, "template", _build_template) / "proj"
+
+
+def _build_template(folder: Path) -> None:
+    root = folder / "proj"
     env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root.parent),
            "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -104,7 +133,6 @@ def template_project(tmp_path_factory):
     (root / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
     subprocess.run(["git", "commit", "-qam", "tests: merge correct untimed candidates"], cwd=root, check=True,
                    env={**os.environ, **env})
-    return root
 
 
 @pytest.fixture
@@ -125,3 +153,39 @@ def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
     res = parse_result(git(root, "notes", "--ref", ref, "show", sha), sha)
     assert res is not None, f"no result for {sha} in its note"
     return res
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` (minutes on 2 cores) start first, so none is left running alone at the end.
+
+    The suite runs with `--dist worksteal`: worker j gets the j-th of k equal, contiguous slices of
+    this order and idle workers steal from the tails of the others. The README test (the longest by
+    far) leads slice 0 alone; the other slow tests lead the other slices in turn, where no steal
+    moves them behind it. Without xdist (k = 1) they simply run first."""
+    k = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    slow = [it for it in items if it.get_closest_marker("slow")]
+    if not slow:
+        return
+    rest = [it for it in items if not it.get_closest_marker("slow")]
+    lead: list[list] = [[] for _ in range(k)]
+    first = [it for it in slow if it.path.name == "test_readme.py"]
+    others = [it for it in slow if it not in first]
+    lead[0].extend(first)
+    others_slots = list(range(1, k)) or [0]
+    for i, it in enumerate(others):
+        lead[others_slots[i % len(others_slots)]].append(it)
+    # Slice sizes exactly as worksteal cuts them: len(pending) // workers_remaining, in worker order.
+    ordered, left, fill = [], len(items), iter(rest)
+    for j in range(k):
+        size = left // (k - j)
+        left -= size
+        part = lead[j][:]
+        while len(part) < size:
+            nxt = next(fill, None)
+            if nxt is None:
+                break
+            part.append(nxt)
+        ordered.extend(part)
+    ordered.extend(fill)  # anything not placed (more slow tests than a slice holds)
+    assert sorted(map(id, ordered)) == sorted(map(id, items))
+    items[:] = ordered

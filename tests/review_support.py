@@ -7,20 +7,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import BIN
+from conftest import BIN, built_once
 
-_BUILT: dict[str, Path] = {}
 ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
        "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
 
 
 def iterated_template(template_project: Path, tmp_path_factory, n: int = 3) -> Path:
-    """template_project after `autogk iterate -n N` (keeps and reverts, notes, MLflow), built once."""
-    key = f"{template_project}:{n}"
-    if key not in _BUILT:
-        root = tmp_path_factory.mktemp("iterated") / "proj"
+    """template_project after `autogk iterate -n N` (keeps and reverts, notes, MLflow), built once per
+    run for every worker (conftest.built_once)."""
+    def build(folder: Path) -> None:
+        root = folder / "proj"
         shutil.copytree(template_project, root, symlinks=True)
-        home = root.parent / "home"
+        home = folder / "home"
         home.mkdir()
         cfg = home / ".gitconfig"
         cfg.write_text("[user]\n\tname = T\n\temail = t@example.com\n")
@@ -29,9 +28,9 @@ def iterated_template(template_project: Path, tmp_path_factory, n: int = 3) -> P
         proc = subprocess.run([str(BIN / "autogk"), "iterate", "-n", str(n), "--json"], cwd=root,
                               capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
-        (root.parent / "iterate.json").write_text(proc.stdout)
-        _BUILT[key] = root
-    return _BUILT[key]
+        (folder / "iterate.json").write_text(proc.stdout)
+
+    return built_once(tmp_path_factory, f"iterated-{n}", build) / "proj"
 
 
 def copy_project(src: Path, dst: Path, keep_mlruns: bool = False) -> Path:
@@ -40,7 +39,10 @@ def copy_project(src: Path, dst: Path, keep_mlruns: bool = False) -> Path:
     shutil.copytree(src, dst, symlinks=True, ignore=None if keep_mlruns else shutil.ignore_patterns("mlruns"))
     if (src.parent / "iterate.json").exists():
         shutil.copyfile(src.parent / "iterate.json", dst.parent / "iterate.json")
-    subprocess.run([str(BIN / "autogk"), "hooks", "install"], cwd=dst, check=True, capture_output=True)
+    # In-process: the function `autogk hooks install` calls, without an interpreter per copy.
+    from autogk_git.git import hooks
+    from autogk_git.record import refs
+    hooks.install(dst, refs.NOTES_GLOB)
     return dst
 
 

@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import autogk, git
+import pytest
+
+from conftest import autogk, autogk_in, git
 
 KERNEL = "kernels/scale/kernel.py"
 
@@ -26,6 +28,7 @@ def runs(root: Path) -> list[dict]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_an_amended_experiment_has_one_active_run(project):
     git(project, "checkout", "-qb", "autogk/scale/0001-by-hand")
     k = project / KERNEL
@@ -39,7 +42,7 @@ def test_an_amended_experiment_has_one_active_run(project):
     [gone] = [r for r in runs(project) if r["commit"] == old]
     assert gone["stage"] == "deleted" and gone["superseded_by"] == new
     # The old commit still exists (reflog) with its note; a full re-sync logs only the live one.
-    out = json.loads(autogk(project, "sync", "--full", "--json").stdout)
+    out = json.loads(autogk_in(project, "sync", "--full", "--json").stdout)
     assert out["logged"] == 1, out
     active = [r for r in runs(project) if r["stage"] == "active" and r["number"] == "0001"]
     assert [r["commit"] for r in active] == [new]
@@ -52,7 +55,7 @@ def test_a_corrupt_store_is_a_clear_error_in_sync_and_a_warning_in_iterate(proje
     out = autogk(project, "sync", check=False)
     assert out.returncode == 1 and "Traceback" not in out.stderr and "crashed" not in out.stderr
     assert "could not be used" in out.stderr and f"mv {db} {db}.bad && autogk sync --full" in out.stderr
-    doc = autogk(project, "doctor", check=False)
+    doc = autogk_in(project, "doctor", check=False)
     assert doc.returncode != 0 and "problem: the MLflow store" in doc.stdout and "autogk sync --full" in doc.stdout
     it = autogk(project, "iterate", "-n", "1", "--agent", "tune", "--json")
     [exp] = json.loads(it.stdout)["experiments"]
@@ -61,16 +64,16 @@ def test_a_corrupt_store_is_a_clear_error_in_sync_and_a_warning_in_iterate(proje
 
 
 def test_doctor_warns_of_notes_without_runs_and_sync_catches_up(project):
-    autogk(project, "iterate", "-n", "1", "--agent", "tune")   # a note and its run
-    assert "no MLflow run" not in autogk(project, "doctor", check=False).stdout
+    autogk_in(project, "iterate", "-n", "1", "--agent", "tune")   # a note and its run
+    assert "no MLflow run" not in autogk_in(project, "doctor", check=False).stdout
     # A note whose run is missing: a loop killed between the two, or an MLflow outage.
     sha = git(project, "rev-parse", "HEAD").strip()
     git(project, "notes", "--ref", "autogk/results", "add", "-f", "-m",
         json.dumps({"schema": 1, "target": "scale", "experiment": 9, "commit": sha, "verdict": {}}), sha)
-    doc = autogk(project, "doctor", check=False)
+    doc = autogk_in(project, "doctor", check=False)
     assert "1 experiment(s) have a result note but no MLflow run (e.g. scale #0009): autogk sync" in doc.stdout
-    autogk(project, "sync")
-    assert "no MLflow run" not in autogk(project, "doctor", check=False).stdout
+    autogk_in(project, "sync")
+    assert "no MLflow run" not in autogk_in(project, "doctor", check=False).stdout
 
 
 def test_a_bogus_tracking_uri_is_a_clear_error(project):
