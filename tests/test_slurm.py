@@ -271,6 +271,50 @@ def test_parallel_2_keeps_two_slurm_jobs_running_at_once(project, slurm):
     assert len({q["slurm"]["job_id"] for q in quick}) == 2
 
 
+def test_two_loops_sharing_the_cluster_and_the_shared_folder_keep_to_their_own_jobs(project, slurm, tmp_path,
+                                                                                    monkeypatch):
+    # Two clones of one project by one person, committing at one fixed instant: both loops make the very
+    # same experiment commits, so the jobs' contents and seeds match and only the project tells them apart.
+    from autogk_git.git import hooks
+    from autogk_git.record import refs
+    other = tmp_path / "clone" / "proj"
+    shutil.copytree(project, other, symlinks=True)
+    hooks.install(other, refs.NOTES_GLOB)
+    for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(k, "2026-12-01T12:00:00+00:00")
+    roots = (project, other)
+    procs = [start_iterate(root, tmp_path / f"loop{i}.log", "-n", "2") for i, root in enumerate(roots)]
+    for i, proc in enumerate(procs):
+        assert proc.wait(timeout=900) == 0, (tmp_path / f"loop{i}.log").read_text()
+    listed = subprocess.run(["squeue", "-h", "-t", "all", "-O", "JobID:|,Comment:|,Name:|"], capture_output=True,
+                            text=True, timeout=30).stdout  # ended jobs stay listed for MinJobAge (300 s)
+    jobs = {p[0].strip(): (p[1].strip(), p[2].strip()) for p in (line.split("|") for line in listed.splitlines())
+            if len(p) > 2}
+    seen: list[dict[str, tuple[str, str]]] = []
+    for root in roots:
+        exps = experiment_commits(root)  # one result note per experiment
+        assert sorted(exps) == [1, 2]
+        mine = {}
+        for sha in exps.values():
+            for stage, s in notes_json(root, sha)["stages"].items():
+                info = s["slurm"]
+                # Its own job, submitted by this loop and run to the end: none waited on, cancelled or resumed.
+                assert info["state"] == "COMPLETED" and info["resumed"] is False and info["retries"] == 0, info
+                assert info["job_id"] in jobs, f"job {info['job_id']} not in squeue -t all:\n{listed}"
+                comment, name = jobs[info["job_id"]]
+                assert name == f"autogk-{stage}-{sha[:8]}" and comment.startswith("autogk:")
+                mine[info["job_id"]] = (comment, name)
+        seen.append(mine)
+        git(root, "fsck", "--no-progress")
+    assert sorted(experiment_commits(project).values()) == sorted(experiment_commits(other).values()), \
+        "the clones' experiment commits differ: the case of two identical jobs is not tested"
+    assert not seen[0].keys() & seen[1].keys(), "a SLURM job is recorded by both loops"
+    comments = [{c for c, _ in m.values()} for m in seen]
+    assert len(comments[0]) == len(seen[0]) and len(comments[1]) == len(seen[1])  # one key per job
+    assert not comments[0] & comments[1], "the two loops' jobs share a key: one would wait on the other's job"
+    assert not list(slurm.iterdir()), "job folders left in the shared folder"
+
+
 # ------------------------------------------------------------------------------------------------
 # Faults: each ends as a status, never a hang
 # ------------------------------------------------------------------------------------------------
