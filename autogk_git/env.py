@@ -167,6 +167,12 @@ def in_modal_container(environ: Environ | None = None) -> bool:
     return bool(_raw("MODAL_TASK_ID", environ))
 
 
+@_reads("MLFLOW_LOGGING_LEVEL")
+def mlflow_logging_level(environ: Environ | None = None) -> str:
+    """MLFLOW_LOGGING_LEVEL: MLflow's own log level; at DEBUG or INFO its tracebacks are shown in full."""
+    return (_raw("MLFLOW_LOGGING_LEVEL", environ) or "WARNING").upper()
+
+
 # ------------------------------------------------------------------------------------------------
 # The commands
 # ------------------------------------------------------------------------------------------------

@@ -106,7 +106,10 @@ def test_untimed_candidates_are_held_not_merged_until_asked(project):
 def test_a_harness_error_is_reverted_not_kept(project):
     d = project / "kernels/scale/definition.json"
     definition = json.loads(d.read_text())
-    definition["reference"] = "import torch\n\n\ndef run(x, bias, scale):\n    raise RuntimeError('reference broke')\n"
+    # Broken only above the smallest workload (n=100), where the target's own check at `iterate` runs it:
+    # the judge meets it while benchmarking, a harness error.
+    definition["reference"] = ("import torch\n\n\ndef run(x, bias, scale):\n    if x.numel() > 100:\n"
+                               "        raise RuntimeError('reference broke')\n    return x * scale + bias\n")
     d.write_text(json.dumps(definition, indent=2))
     git(project, "commit", "-qam", "a broken reference")
     out = json.loads(autogk_in(project, "iterate", "-n", "1", "--json", env=FAST).stdout)

@@ -66,7 +66,8 @@ class _NoTraceback:
 
 def _quiet_tracebacks() -> None:
     import logging
-    if os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING").upper() in ("DEBUG", "INFO"):
+    from autogk_git import env
+    if env.mlflow_logging_level() in ("DEBUG", "INFO"):
         return
     handlers = [*logging.getLogger("mlflow").handlers, *logging.getLogger().handlers]
     if logging.lastResort is not None:  # where SQLAlchemy's and alembic's records end without a handler

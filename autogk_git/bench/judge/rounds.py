@@ -323,8 +323,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             for label in (base.label, cand.label):
                 fig[u][label].append(us[label])
                 fig[u]["host_" + label].append(got[label]["host_us"])
-            both = all("witness" in got[label] for label in (base.label, cand.label))
-            fig[u]["method"] = got[cand.label]["method"] + ("+witness" if both else "")
+            fig[u]["method"] = got[cand.label]["method"]
             if got[cand.label].get("l2_reset"):
                 fig[u]["l2_reset"] = got[cand.label]["l2_reset"]
             lr = math.log(max(us[cand.label], 1e-9) / max(us[base.label], 1e-9))
