@@ -125,7 +125,9 @@ class CommandAgent:
             env = {**os.environ, "AUTOGK_PROMPT_FILE": str(prompt_file), "AUTOGK_HYPOTHESIS_FILE": str(hyp_file),
                    "AUTOGK_WORKTREE": str(ctx.worktree), "AUTOGK_TARGET_DIR": str(t.dir),
                    "AUTOGK_EDITABLE": ",".join(f"{t.rel}/{g}" for g in t.editable),
-                   "AUTOGK_EXPERIMENT": str(ctx.number), **sandbox_env}
+                   "AUTOGK_EXPERIMENT": str(ctx.number), **sandbox_env,
+                   # Tells the agent's commits from a person's, should it commit in the real repository.
+                   "GIT_COMMITTER_EMAIL": snap.marker}
             argv = self.argv(prompt, prompt_file)
             say(f"  running {shlex.join(argv[:-1] if argv[-1] == prompt else argv)} <prompt> in {ctx.worktree}")
             timeout = self.config.agent.command_timeout_s
@@ -145,6 +147,9 @@ class CommandAgent:
                 escaped = confine.check_and_undo(snap, backup, own_branch)
                 for line in escaped:
                     say(f"  outside its files: {line}")
+                if snap.stop:
+                    raise AgentError("the agent reached outside its files in a way only you can undo: "
+                                     + "; ".join(snap.stop), "undo it as said above, then run autogk iterate again")
             hypothesis = hyp_file.read_text().strip().splitlines()[0].strip() if hyp_file.exists() and \
                 hyp_file.read_text().strip() else ""
         output = (proc.stdout or "").strip()

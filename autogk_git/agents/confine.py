@@ -7,7 +7,13 @@ bounds the damage and makes it visible:
   so `git commit`, `git branch`, `git config` and hooks land there and are thrown away;
 - before the run autogk records everything else it can cheaply compare: every ref of the real
   repository, its HEAD, its index, the main checkout's changed files, `.autogk.toml`, the git
-  directory's `config`, `hooks/` (or `core.hooksPath`) and `info/`, and the `[agent] watch` paths;
+  directory's `config`, `hooks/` (or `core.hooksPath`), `info/`, `shallow` and the object store's
+  alternates, git's global and system config files, the refs of every remote that is a folder on
+  this machine (a push is put back and listed, with the refs it made), hard links to every object
+  file (one deleted is put back), and the `[agent] watch` paths;
+- the agent's commits carry a committer address of their own (`marker`): a commit of the agent's on a
+  branch checked out in the main checkout (the trunk) is undone with the checkout; one that cannot be
+  told from a person's stops the loop with the command that undoes it;
 - after the run each difference is undone where it can be (a copy of what the agent wrote is kept
   under `.git/autogk/confined/<NNNN>/`) and listed. Any difference outside the worktree makes the
   experiment invalid: it is recorded, never benchmarked, never kept.
@@ -19,15 +25,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autogk_git.git import commits, index, repo, settings, worktrees
+from autogk_git.errors import AutogkError
+from autogk_git.git import commits, index, remotes, repo, settings, worktrees
 
 MAX_SAVED = 8 << 20      # bytes of one file kept to put it back; a bigger one is compared by hash only
 MAX_WALK = 20000         # files compared under one watched folder; past that the folder is skipped
+KEPT_OBJECTS = "objects-kept-"  # under .git/autogk/confined/: hard links to the object files, one run's
 
 
 @dataclass(frozen=True)
@@ -197,11 +207,20 @@ class Snapshot:
     files: dict[Path, Entry]          # git dir config, hooks, info; .autogk.toml; watched paths
     roots: list[Path] = field(default_factory=list)
     labels: dict[Path, str] = field(default_factory=dict)
+    marker: str = ""                  # the committer address the agent's git commands carry
+    remotes: dict[str, tuple[Path, dict[str, str]]] = field(default_factory=dict)  # local remotes' refs
+    kept_objects: Path | None = None  # hard links to every object file, to put back one deleted
+    stop: list[str] = field(default_factory=list)  # what only a person can undo: the loop stops
 
 
 def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) -> tuple[list[Path], dict[Path, str]]:
     hooks_dir = worktrees.hooks_dir(worktree).resolve()
-    roots = [common / "config", common / "config.worktree", common / "hooks", common / "info", hooks_dir]
+    roots = [common / "config", common / "config.worktree", common / "hooks", common / "info", hooks_dir,
+             common / "shallow", common / "objects" / "info" / "alternates",
+             common / "objects" / "info" / "http-alternates"]
+    # Git's global and system config reach every repository: a core.hooksPath there replaces autogk's hooks.
+    config_files = settings.global_and_system_files()
+    roots += config_files
     top = main or worktree
     roots.append(top / ".autogk.toml")
     if (worktree / ".git").is_file():  # a linked worktree's pointer to its git directory
@@ -210,7 +229,9 @@ def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) ->
         roots.append(Path(os.path.expanduser(w)).resolve())
     labels = {common / "config": ".git/config", common / "config.worktree": ".git/config.worktree",
               common / "hooks": ".git/hooks", common / "info": ".git/info", top / ".autogk.toml": ".autogk.toml",
-              worktree / ".git": "the worktree's .git file"}
+              worktree / ".git": "the worktree's .git file", common / "shallow": ".git/shallow",
+              common / "objects" / "info": ".git/objects/info",
+              **{f: f"git config file {f}" for f in config_files}}
     if hooks_dir != common / "hooks":
         labels[hooks_dir] = f"hooks ({hooks_dir})"
     seen: list[Path] = []
@@ -241,7 +262,9 @@ def take(worktree: Path, watch: list[str]) -> Snapshot:
                     main_head_commit=repo.head_sha(main, check=False) if main else "",
                     worktree_head=head_of(worktree),
                     index=index.index_entries(main, check=False) if main else "",
-                    main_files=main_files, files=files, roots=roots, labels=labels)
+                    main_files=main_files, files=files, roots=roots, labels=labels,
+                    marker=f"agent-{secrets.token_hex(6)}@autogk.invalid",
+                    remotes=remote_refs(worktree, common), kept_objects=keep_objects(common))
 
 
 def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
@@ -263,6 +286,9 @@ def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
         if old is None:
             repo.delete_ref(wt, ref, old=new)
             lines.append(f"ref {ref}: created at {new[:10]}; deleted (restore: git update-ref {ref} {new})")
+        elif ref in checked_out and new is not None and snap.main is not None \
+                and Path(checked_out[ref]).resolve() == snap.main.resolve():
+            lines.append(_main_branch_moved(snap, ref, old, new))
         elif ref in checked_out and new is not None:
             # A branch checked out elsewhere moved: a person may have committed there. Leave it.
             lines.append(f"ref {ref}: moved {old[:10]} -> {new[:10]} while the agent ran; left as is "
@@ -280,7 +306,28 @@ def check_and_undo(snap: Snapshot, backup: Path, own_branch: str) -> list[str]:
     index.unstage(wt)  # the worktree's index back to HEAD; the loop stages what it commits
     if snap.main is not None:
         lines += _main_checkout(snap, backup)
+    lines += remotes_back(snap)
+    lines += objects_back(wt, snap)
     return lines
+
+
+def _main_branch_moved(snap: Snapshot, ref: str, old: str, new: str) -> str:
+    """The branch the main checkout is on moved: undo the agent's commits, stop on anyone else's."""
+    wt, main = snap.worktree, snap.main
+    made = repo.committers(wt, old, new)
+    if made and repo.is_ancestor(wt, old, new) and all(email == snap.marker for _, email in made):
+        # Only the agent committed: the ref goes back, and _main_checkout then puts back the index and
+        # the files (a person's unsaved edits it committed with -a included).
+        repo.update_ref(wt, ref, old, message=None, old=new)
+        return (f"ref {ref}: the agent committed on it in the main checkout ({len(made)} commit(s), "
+                f"{new[:10]}); put back at {old[:10]} with the checkout (redo: git update-ref {ref} {new})")
+    # Not only the agent's (a person's commit, or the agent hid its address): undoing could lose a
+    # person's work, keeping it could judge every later experiment on what the agent wrote. Stop.
+    snap.stop.append(f"{ref} (checked out in {main}) moved {old[:10]} -> {new[:10]} while the agent ran, "
+                     f"and not only by the agent's commits: if they are not yours, undo them with "
+                     f"`git -C {main} reset -q {old}` (what they changed stays as uncommitted edits, yours "
+                     f"included: check with git -C {main} diff; see them first: git -C {main} log {old}..{new})")
+    return f"ref {ref}: moved {old[:10]} -> {new[:10]} while the agent ran; the loop stops (see below)"
 
 
 def _walk_all(roots: list[Path]) -> dict[Path, Entry]:
@@ -341,6 +388,112 @@ def _prune_empty(d: Path, stop: Path) -> None:
         except OSError:
             return
         d = d.parent
+
+
+# ------------------------------------------------------------------------------------------------
+# Beyond the git directory's files: local remotes and the object store
+# ------------------------------------------------------------------------------------------------
+
+def remote_refs(worktree: Path, common: Path) -> dict[str, tuple[Path, dict[str, str]]]:
+    """{remote: (its folder, its refs)} of every remote that is a repository on this machine."""
+    out = {}
+    for name, path in remotes.local_paths(worktree).items():
+        if path not in (common.resolve(), common.parent.resolve()):  # a remote that is this repository
+            out[name] = (path, remotes.refs_in(path))
+    return out
+
+
+def remotes_back(snap: Snapshot) -> list[str]:
+    """Put a local remote's refs back as they were (a push the agent made), one line per ref."""
+    lines = []
+    for name, (path, before) in snap.remotes.items():
+        now, env = remotes.refs_in(path), remotes.git_dir_env(path)
+        for ref in sorted(before.keys() | now.keys()):
+            old, new = before.get(ref), now.get(ref)
+            if old == new:
+                continue
+            where = f"remote {name} ({path}): {ref}"
+            try:
+                if old is None:
+                    repo.delete_ref(path, ref, old=new, env=env)
+                    lines.append(f"{where}: pushed at {new[:10]}; deleted (redo: git push {name} {new}:{ref})")
+                else:
+                    repo.update_ref(path, ref, old, message=None, old=new, env=env)
+                    what = "deleted" if new is None else f"moved to {new[:10]}"
+                    lines.append(f"{where}: {what}; put back at {old[:10]}")
+            except AutogkError as e:
+                lines.append(f"{where}: {old and old[:10]} -> {new and new[:10]}; NOT put back ({e.message[:200]})")
+    return lines
+
+
+def keep_objects(common: Path) -> Path | None:
+    """Hard links to every loose object and pack file: one the agent deletes can be linked back.
+
+    A link costs no copy (object files are never changed in place); None where links cannot be made."""
+    base = common / "autogk" / "confined"
+    base.mkdir(parents=True, exist_ok=True)
+    for old in base.glob(KEPT_OBJECTS + "*"):  # left by a run that was killed before it cleaned up
+        pid = old.name[len(KEPT_OBJECTS):].split("-")[0]
+        if not pid.isdigit() or not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    keep = Path(tempfile.mkdtemp(prefix=f"{KEPT_OBJECTS}{os.getpid()}-", dir=base))
+    try:
+        for sub in (common / "objects").iterdir():
+            if len(sub.name) != 2 and sub.name != "pack":
+                continue
+            (keep / sub.name).mkdir()
+            for f in sub.iterdir():
+                if f.is_file() and not f.name.startswith("tmp"):
+                    os.link(f, keep / sub.name / f.name)
+    except OSError:
+        shutil.rmtree(keep, ignore_errors=True)
+        return None
+    return keep
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def objects_back(cwd: Path, snap: Snapshot) -> list[str]:
+    """Link back every object file the agent deleted while the store no longer holds its objects."""
+    keep = snap.kept_objects
+    if keep is None or not keep.exists():
+        return ["the object store: not compared (hard links to its files could not be made, or were deleted)"]
+    objects = snap.common / "objects"
+    lines: list[str] = []
+    try:
+        gone = {d.name + f.name: (f, objects / d.name / f.name) for d in keep.iterdir() if d.name != "pack"
+                for f in d.iterdir() if not (objects / d.name / f.name).exists()}
+        # A loose object packed meanwhile (by git gc) is not gone: ask the store, not the folder.
+        missing = repo.missing_objects(cwd, sorted(gone))
+        for oid in missing:
+            kept, dest = gone[oid]
+            dest.parent.mkdir(exist_ok=True)
+            os.link(kept, dest)
+        if missing:
+            lines.append(f"the object store: {len(missing)} object(s) deleted ({', '.join(o[:10] for o in missing[:5])}"
+                         f"{', ...' if len(missing) > 5 else ''}); put back")
+        for idx in sorted((keep / "pack").glob("*.idx")) if (keep / "pack").exists() else []:
+            files = [f for f in (keep / "pack").glob(idx.stem + ".*") if not (objects / "pack" / f.name).exists()]
+            if not files:
+                continue
+            whole_pack_gone = not (objects / "pack" / idx.name).exists()
+            if whole_pack_gone and not repo.missing_objects(cwd, repo.pack_ids(cwd, idx)):
+                continue  # repacked (git gc): its objects are all in the store still
+            for f in files:
+                os.link(f, objects / "pack" / f.name)
+            lines.append(f"the object store: pack {idx.stem} ({', '.join(sorted(f.suffix for f in files))}) "
+                         "deleted; put back")
+    finally:
+        shutil.rmtree(keep, ignore_errors=True)
+    return lines
 
 
 # ------------------------------------------------------------------------------------------------

@@ -108,7 +108,10 @@ def figure(result: dict[str, Any]) -> float | None:
 def due(history: list[dict[str, Any]], cfg, since: int = 0) -> str | None:
     """The trigger that fires on this history (experiments after `since` only), or None."""
     rc = cfg.research
-    recent = [r for r in history if (r.get("experiment") or 0) > since]
+    # An invalid experiment (the agent reached outside its files) was never judged: it says nothing
+    # of the kernel, so it is neither incorrect for the wall nor a point of a plateau.
+    recent = [r for r in history if (r.get("experiment") or 0) > since
+              and (r.get("verdict") or {}).get("decision") != "invalid"]
     if rc.wall and len(recent) >= rc.wall and not any(r.get("correct") for r in recent[-rc.wall:]):
         return f"correctness wall: the last {rc.wall} experiments were incorrect"
     if rc.plateau and len(recent) >= rc.plateau:

@@ -53,6 +53,22 @@ HOOKS_WARNING = ("hooks are not installed: `autogk iterate` benchmarks its own c
                  "to add them: autogk hooks install")
 
 
+def hooks_path_override(root: Path) -> str:
+    """What to say when core.hooksPath sends git to a hooks folder without autogk's hooks ('' if not)."""
+    from autogk_git.git import hooks as hooks_mod
+    from autogk_git.git import settings
+    found = settings.origin(root, "core.hooksPath")
+    if not found or "missing" not in hooks_mod.status(root).values():
+        return ""
+    where, value = found
+    path = Path(where[5:]).resolve() if where.startswith("file:") else None
+    scope = ("--global " if path in [f.resolve() for f in settings.global_files()] else
+             "--system " if path in [f.resolve() for f in settings.system_files()] else "")
+    unset = f"git config {scope}--unset core.hooksPath"
+    return (f"core.hooksPath = {value} (set in {where}) overrides autogk's hooks: git runs the hooks in "
+            f"{value} instead, and autogk's are not there; to use autogk's: {unset}, then autogk hooks install")
+
+
 def checks() -> dict[str, Any]:
     """Everything doctor knows. `problems` stop the loop from working (exit 1); `warnings` do not.
 
@@ -124,7 +140,10 @@ def checks() -> dict[str, Any]:
                 except Exception as e:  # noqa: BLE001 - report every target's problem
                     out["project"]["targets"][name] = {"error": str(e)}
                     out["problems"].append(f"target {name}: {e}")
-            if "missing" in out["project"]["hooks"].values():
+            override = hooks_path_override(project.root)
+            if override:
+                out["warnings"].append(override)
+            elif "missing" in out["project"]["hooks"].values():
                 out["warnings"].append(HOOKS_WARNING)
             from autogk_git.record import sharing
             bare = [r for r in sharing.remotes(project.root) if not sharing.is_setup(project.root, r)]

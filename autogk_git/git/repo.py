@@ -52,9 +52,9 @@ def update_ref(root: Path, ref: str, sha: str, message: str | None = "autogk", o
         cwd=root, env=env)
 
 
-def delete_ref(root: Path, ref: str, old: str | None = None) -> None:
+def delete_ref(root: Path, ref: str, old: str | None = None, env: dict[str, str] | None = None) -> None:
     """Delete ref; with old, only if it points there now."""
-    git("update-ref", "-d", ref, *([old] if old else []), cwd=root)
+    git("update-ref", "-d", ref, *([old] if old else []), cwd=root, env=env)
 
 
 def head_ref(cwd: Path | None, inherit: bool = False) -> str | None:
@@ -246,3 +246,23 @@ def changed_paths(root: Path, a: str, b: str) -> list[str]:
 def is_clean(root: Path, *paths: str) -> bool:
     out = git("status", "--porcelain", "--untracked-files=no", "--", *paths, cwd=root)
     return not out.strip()
+
+
+def committers(root: Path, old: str, new: str) -> list[tuple[str, str]]:
+    """(sha, committer email) of each commit new reaches and old does not, newest first."""
+    out = git("log", "--format=%H %ce", f"{old}..{new}", cwd=root, check=False)
+    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line]  # type: ignore[misc]
+
+
+def missing_objects(root: Path, ids: list[str]) -> list[str]:
+    """The ids among ids that the object store no longer holds."""
+    if not ids:
+        return []
+    out = git("cat-file", "--batch-check=%(objectname)", cwd=root, input="\n".join(ids) + "\n", check=False)
+    return [line.split()[0] for line in out.splitlines() if line.endswith(" missing")]
+
+
+def pack_ids(root: Path, idx: Path) -> list[str]:
+    """The object ids a pack's index lists (read from the .idx file, which need not be in the store)."""
+    out = git("show-index", cwd=root, input=idx.read_bytes(), check=False)
+    return [line.split()[1] for line in out.splitlines() if len(line.split()) >= 2]

@@ -1,6 +1,7 @@
 """git config values: one key's value, a multi-valued key's values, and setting them."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from autogk_git.git.run import git
@@ -27,3 +28,36 @@ def unset_value(root: Path, key: str, value: str) -> None:
 
 def set_value(cwd: Path, key: str, value: str, env: dict[str, str] | None = None) -> None:
     git("config", key, value, cwd=cwd, env=env)
+
+
+def origin(root: Path, key: str) -> tuple[str, str] | None:
+    """(where it is set, e.g. 'file:/home/me/.gitconfig', value) of the key's winning value, or None."""
+    out = git("config", "--show-origin", "--get", key, cwd=root, check=False).rstrip("\n")
+    if "\t" not in out:
+        return None
+    where, val = out.split("\t", 1)
+    return where, val
+
+
+def global_files() -> list[Path]:
+    """Where git reads its global (per-user) config from; some may not exist."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return _paths([os.environ.get("GIT_CONFIG_GLOBAL"), home / ".gitconfig", xdg / "git" / "config"])
+
+
+def system_files() -> list[Path]:
+    """Where git reads its system config from; it may not exist."""
+    return _paths([os.environ.get("GIT_CONFIG_SYSTEM"), "/etc/gitconfig"])
+
+
+def global_and_system_files() -> list[Path]:
+    return _paths([*global_files(), *system_files()])
+
+
+def _paths(candidates: list) -> list[Path]:
+    out: list[Path] = []
+    for p in candidates:
+        if p and str(p) != os.devnull and Path(p) not in out:
+            out.append(Path(p))
+    return out
