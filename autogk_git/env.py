@@ -167,6 +167,21 @@ def in_modal_container(environ: Environ | None = None) -> bool:
     return bool(_raw("MODAL_TASK_ID", environ))
 
 
+@_reads("GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME")
+def git_global_config_files(environ: Environ | None = None) -> list[str | None]:
+    """GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME: where git reads its per-user config from (GIT_CONFIG_GLOBAL's
+    file, ~/.gitconfig, $XDG_CONFIG_HOME/git/config); some may be None or not exist."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(_raw("XDG_CONFIG_HOME", environ) or home / ".config")
+    return [_raw("GIT_CONFIG_GLOBAL", environ), str(home / ".gitconfig"), str(xdg / "git" / "config")]
+
+
+@_reads("GIT_CONFIG_SYSTEM")
+def git_system_config_files(environ: Environ | None = None) -> list[str | None]:
+    """GIT_CONFIG_SYSTEM: where git reads its system config from (else /etc/gitconfig)."""
+    return [_raw("GIT_CONFIG_SYSTEM", environ), "/etc/gitconfig"]
+
+
 @_reads("MLFLOW_LOGGING_LEVEL")
 def mlflow_logging_level(environ: Environ | None = None) -> str:
     """MLFLOW_LOGGING_LEVEL: MLflow's own log level; at DEBUG or INFO its tracebacks are shown in full."""

@@ -41,14 +41,14 @@ def origin(root: Path, key: str) -> tuple[str, str] | None:
 
 def global_files() -> list[Path]:
     """Where git reads its global (per-user) config from; some may not exist."""
-    home = Path(os.path.expanduser("~"))
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return _paths([os.environ.get("GIT_CONFIG_GLOBAL"), home / ".gitconfig", xdg / "git" / "config"])
+    from autogk_git import env
+    return _paths(env.git_global_config_files())
 
 
 def system_files() -> list[Path]:
     """Where git reads its system config from; it may not exist."""
-    return _paths([os.environ.get("GIT_CONFIG_SYSTEM"), "/etc/gitconfig"])
+    from autogk_git import env
+    return _paths(env.git_system_config_files())
 
 
 def global_and_system_files() -> list[Path]:
