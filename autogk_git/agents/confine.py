@@ -34,6 +34,7 @@ from pathlib import Path
 
 from autogk_git.errors import AutogkError
 from autogk_git.git import commits, index, remotes, repo, settings, worktrees
+from autogk_git.procs import pid_alive
 
 MAX_SAVED = 8 << 20      # bytes of one file kept to put it back; a bigger one is compared by hash only
 MAX_WALK = 20000         # files compared under one watched folder; past that the folder is skipped
@@ -434,7 +435,7 @@ def keep_objects(common: Path) -> Path | None:
     base.mkdir(parents=True, exist_ok=True)
     for old in base.glob(KEPT_OBJECTS + "*"):  # left by a run that was killed before it cleaned up
         pid = old.name[len(KEPT_OBJECTS):].split("-")[0]
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not pid_alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     keep = Path(tempfile.mkdtemp(prefix=f"{KEPT_OBJECTS}{os.getpid()}-", dir=base))
     try:
@@ -449,16 +450,6 @@ def keep_objects(common: Path) -> Path | None:
         shutil.rmtree(keep, ignore_errors=True)
         return None
     return keep
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def objects_back(cwd: Path, snap: Snapshot) -> list[str]:
