@@ -788,7 +788,7 @@ def main() -> int:
             git_out(root, "init", "-q", "-b", "main")
         except RuntimeError:  # a git older than 2.28: the default branch name, whatever it is
             git_out(root, "init", "-q")
-        r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", timeout_s=left(120))
+        r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", "--here", timeout_s=left(120))
         res["init"] = {"rc": r.returncode, "output": (r.stdout + r.stderr)[-3000:]}
         print(r.stdout + r.stderr, flush=True)
         if r.returncode:

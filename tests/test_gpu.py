@@ -59,7 +59,7 @@ def test_ab_stage_times_parent_and_candidate_with_an_interval(backend):
     assert ab["rounds"] >= 3 and ab["ci_low"] <= ab["ratio"] <= ab["ci_high"]
     assert ab["timer"] == "cupti" and ab["bandwidth_gbs"] > 100
     c = out["labels"]["candidate"][WLS[0]["uuid"]]
-    assert c["status"] == "PASSED" and c["latency_us"] > 0 and c["host_latency_us"] >= c["latency_us"] * 0.5
+    assert c["status"] == "PASSED" and c["latency_us"] > 0 and c["host_latency_us"] >= c["latency_us"] * 0.5, c
     assert len(c["samples_us"]) == ab["rounds"] and "ratio_vs_parent" in c and c["floor_us"] > 0
     assert out["gpu_s"] > 0 and out["environment"]["gpu"]
 

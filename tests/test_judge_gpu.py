@@ -80,7 +80,7 @@ def test_ab_with_two_kernel_processes_times_both():
               min_rounds=3, max_rounds=6)
     for label in ("parent", "candidate"):
         for r in out["labels"][label].values():
-            assert r["status"] == Status.PASSED and r["latency_us"] > 0, (label, r)
+            assert r["status"] == Status.PASSED and r.get("latency_us", 0) > 0, (label, r)
     assert out["ab"]["rounds"] >= 3 and out["attempts"] == 1
 
 
@@ -99,7 +99,7 @@ def test_the_seal_lets_honest_kernels_through_on_every_timer(timer):
     out = run("ab", {"parent": src("honest"), "candidate": src("imports_dynamo")}, [SMALL, BIG], timer=timer)
     for label in ("parent", "candidate"):
         for r in out["labels"][label].values():
-            assert r["status"] == Status.PASSED and r["latency_us"] > 0, (timer, label, r)
+            assert r["status"] == Status.PASSED and r.get("latency_us", 0) > 0, (timer, label, r)
 
 
 def test_work_left_past_the_timed_window_fails_on_the_gpu():

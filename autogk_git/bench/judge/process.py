@@ -44,6 +44,11 @@ from .rounds import PHASES, TimedKernel, phase, timed_rounds
 from .status import Status
 
 
+def clock_record(w: dict) -> dict:
+    """Per round, us a call: the parent's figure, the candidate's claim and the candidate as the judge's
+    clock saw it (rounds.paired_figures), so a clock verdict can be read back from the record."""
+    return {k: [round(x, 3) for x in w[k]] for k in ("parent", "claimed", "seen")}
+
 def environment(device: str) -> dict:
     import triton
     env = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
@@ -140,6 +145,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         if u in failures:
             label, e = failures[u]
             recs[f"{label}:{u}"].update(status=e.status, message=str(e))
+            if fig.get(u, {}).get("witness"):  # what the judge's clock saw, whichever way it ended
+                recs[f"candidate:{u}"]["clock"] = clock_record(fig[u]["witness"])
             continue
         f = fig[u]
         if not f["log_ratio"]:
@@ -151,7 +158,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         if f.get("witness"):  # the candidate as the judge's own clock saw it (rounds.clock_failure)
             w = f["witness"]
             c.update(witness_latency_us=stats.median(w["seen"]),
-                     window_us={k: round(stats.median(v), 3) for k, v in w["window_us"].items()})
+                     window_us={k: round(stats.median(v), 3) for k, v in w["window_us"].items()},
+                     clock=clock_record(w))
         for k in ("interfered_parent", "interfered_candidate"):
             if f.get(k):
                 c[k] = f[k]
