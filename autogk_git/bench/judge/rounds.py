@@ -126,6 +126,9 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
 
 
 CUDAGRAPH_PASSES = 3  # the cudagraph timer replays its graph of the calls this many times (timer.py)
+EARLY_TRIES = 6
+"""Tries of one round on one workload whose gate opened before a label's calls were queued (witness.Early),
+each with a longer sleep, before the workload fails (early_failure)."""
 INTERFERED_WINDOWS = 2
 """Windows of one label, on one workload, in which the judge saw another context use the GPU just
 before the window opened, from which the other label is blamed (witness.py: interference)."""
@@ -334,7 +337,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                             break
                 except Early:
                     early += 1  # both labels again: their two windows must be alike to be compared
-                    if early < 4:
+                    if early < EARLY_TRIES:
                         continue
                     failures[u] = (cand.label, early_failure(early_by, base.label, cand.label, early))
                 except capture_error as e:
