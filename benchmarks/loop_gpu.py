@@ -706,6 +706,8 @@ def main() -> int:
     ap.add_argument("--project", type=Path,
                     help="the project folder: reused when it is already a project (to run the loop in several "
                          "calls), else made there; default: a fresh temp dir")
+    ap.add_argument("--agent-command", default="",
+                    help="run the loop with `--agent command` and this [agent] command instead of the tuner")
     ap.add_argument("--no-iterate", action="store_true", help="do not run the loop (read and time what is there)")
     ap.add_argument("--no-timing", action="store_true", help="skip the independent reproduction")
     ap.add_argument("--timing-job", type=Path, help=argparse.SUPPRESS)
@@ -798,15 +800,19 @@ def main() -> int:
         return 1
 
     def iterate() -> None:
-        cmd = [sys.executable, "-m", "autogk_git", "iterate", "-n", str(args.n), "--target", tgt, "--agent", "tune",
-               "--backend", args.backend, "--max-time", f"{max_time:g}", "--json"]
+        cmd = [sys.executable, "-m", "autogk_git", "iterate", "-n", str(args.n), "--target", tgt, "--agent",
+               "command" if args.agent_command else "tune", "--backend", args.backend, "--max-time", f"{max_time:g}",
+               "--json"]
         if not gpu:  # CPU smoke: merge correct candidates, so the trunk moves and best differs from the start
             cmd.append("--merge-untimed")
         log = out / f"iterate_{tgt}.log"
         limit = iterate_limit
         if args.wall_limit:  # leave the reserve for what follows, whatever init took
             limit = max(30.0, min(limit, args.wall_limit - reserve_s - (time.monotonic() - t0)))
-        r = run_streamed(cmd, root, cli_env(), log, limit)
+        env = cli_env()
+        if args.agent_command:  # a coding CLI (or a script playing one) proposes each experiment
+            env["AUTOGK_AGENT_COMMAND"] = args.agent_command
+        r = run_streamed(cmd, root, env, log, limit)
         report = {}
         text = r["stdout"].strip()
         at = 0 if text.startswith("{") else text.find("\n{") + 1  # the JSON report is the last thing printed
