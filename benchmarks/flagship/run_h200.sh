@@ -11,8 +11,8 @@ export PYTHONPATH=$PWD AUTOGK_TRACKING_ENABLED=0
 agent="python $PWD/benchmarks/flagship/attempt.py"
 for t in dsa_topk_indexer_fp8_h64_d128_topk2048_ps64 dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64; do
   n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
-  timeout $((per + 60)) python benchmarks/loop_gpu.py --target "$t" -n "$n" --max-time "$per" --grace 20 \
-    --wall-limit "$((per + 50))" --timing-budget-s 20 --agent-command "$agent" --out "$out/$t" \
+  timeout $((per + 110)) python benchmarks/loop_gpu.py --target "$t" -n "$n" --max-time "$per" --grace 20 \
+    --timing-budget-s 20 --agent-command "$agent" --out "$out/$t" \
     > "$out/$t.log" 2>&1
   echo "$t rc=$?" >> "$out/summary.txt"
   grep -E "^\| [0-9]+ \||median|agreement|geomean" "$out/$t/loop_$t.md" >> "$out/summary.txt" 2>/dev/null
