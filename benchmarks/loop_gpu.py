@@ -727,13 +727,18 @@ def main() -> int:
     # the timing child its budget + 90 s. With it, iterate is cut short so that the timing and the report
     # (RESERVE_S) still fit, and every later step gets at most what is left.
     timing_limit = args.timing_budget_s + 90
-    reserve_s = (0 if args.no_timing else timing_limit) + 60
+    # What --wall-limit keeps back for the steps after the loop: the timing's budget and its set-up
+    # (~5 s on the H200), the read-out commands and the report (~20 s); its own limit stays the worst case.
+    reserve_s = (0 if args.no_timing else args.timing_budget_s + 30) + 40
     iterate_limit = args.max_time + args.grace
     max_time = args.max_time
     if args.wall_limit:
         iterate_limit = max(30.0, min(iterate_limit, args.wall_limit - 30 - reserve_s))
         # no experiment starts later than --grace before iterate's end: it has that long to finish
         max_time = max(1.0, min(max_time, iterate_limit - args.grace))
+        if max_time < args.max_time:
+            say(f"--wall-limit {args.wall_limit:g} leaves iterate {iterate_limit:.0f} s: --max-time cut from "
+                f"{args.max_time:g} to {max_time:g} s (raise --wall-limit, or lower --grace or --timing-budget-s)")
     bound = (args.wall_limit or (120 + iterate_limit + 4 * 120 + timing_limit))
     loop_line = ("the loop is not run (--no-iterate)" if args.no_iterate else
                  f"-n {args.n}, --max-time {max_time:g}: iterate is ended at {iterate_limit:.0f} s")
