@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -35,13 +36,13 @@ def src(name: str) -> dict:
     return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
 
 
-def ab(parent: str, candidate: str, workloads: list, **settings) -> dict:
+def ab(parent: str, candidate: str, workloads: list, timeout_s: float = 400, **settings) -> dict:
     s = {"device": "cuda", "timed": True, "trials": 2, "reps": 20, "warmup": 3, "min_rounds": 6, "max_rounds": 6,
          "timer": "cupti", "stress": False, **settings}
     job = {"version": 1, "stage": "ab", "definition": DEF, "workloads": workloads, "generator": None,
            "blob_root": ".", "seed": 5, "settings": s, "sources": {"parent": src(parent), "candidate": src(candidate)}}
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    return runner.run_worker(job, env, 400)
+    return runner.run_worker(job, env, timeout_s)
 
 
 def show(name: str, out: dict, workloads: list) -> list[dict]:
@@ -67,6 +68,8 @@ def test_an_honest_pair_agrees_with_cupti_and_with_itself():
 
 
 def test_figures_rewritten_in_the_kernel_process_are_refused_on_the_gpu():
+    # The figures are divided by 3 through the frames above the kernel's host-latency calls: no hook
+    # the seal could see, so the judge's clock is what refuses them.
     out = ab("torch_honest", "rewrites_its_reply_gpu", SIZES[1:])
     for c in show("rewrites", out, SIZES[1:]):
         assert c["status"] == Status.TAMPERED and "judge's own clock" in c["message"], c
@@ -81,6 +84,36 @@ def test_outputs_computed_before_the_window_fail_on_the_gpu():
 
 
 def test_gpu_work_left_running_after_a_request_is_no_speedup():
+    # leaves_gpu_work.py queues its spin from a profile hook, which the seal now refuses at import.
     out = ab("torch_honest", "leaves_gpu_work", SIZES[1:2])
     for c in show("leaves work", out, SIZES[1:2]):
         assert c["status"] in (Status.TAMPERED, Status.TIMEOUT, Status.HARNESS_ERROR) or (c.get("ratio_vs_parent") or 0) > 0.95, c
+
+
+def test_another_context_busy_on_the_gpu_before_the_parents_windows_is_tampering():
+    # The candidate's child process (a CUDA context of its own) keeps the GPU busy with spin kernels
+    # through the whole job. The judge's sleep before each window then takes longer than its cycles
+    # (the two contexts take turns on the GPU): in two of the parent's windows that is the candidate's
+    # doing, TAMPERED. If this fails with PASSED, the printed line's `interfered` counts say whether
+    # the sleep saw the other context at all.
+    out = ab("torch_honest", "busies_the_gpu_from_a_child", SIZES[1:2])
+    for c in show("busy child", out, SIZES[1:2]):
+        assert c["status"] == Status.TAMPERED, c
+        assert "busy with another process right before the parent's" in c["message"], c
+        assert c.get("ratio_vs_parent") is None
+
+
+def test_a_window_whose_gpu_work_never_ends_costs_its_bound_not_the_job_limit():
+    # The candidate's first timed call queues a spin of ~15 minutes; the end mark behind it never comes.
+    # The judge waits window_min_s + window_ratio x the longest request seen (~10 s here), kills the
+    # kernel's process and fails the workload: TIMEOUT, or, should its own stream stay blocked on the
+    # killed process's end mark, RUNTIME_ERROR from the runner with the same message ("the judge
+    # process died"); either way long before the workload's share of the job (200 s).
+    t0 = time.monotonic()
+    out = ab("torch_honest", "never_ends_its_window_gpu", SIZES[1:2], timeout_s=400)
+    took = time.monotonic() - t0
+    for c in show("never ends", out, SIZES[1:2]):
+        assert c["status"] in (Status.TIMEOUT, Status.RUNTIME_ERROR), c
+        assert "did not end within" in c["message"], c
+    print(f"WITNESS never ends: the job took {took:.1f} s")
+    assert took < 150, took

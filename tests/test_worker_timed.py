@@ -437,10 +437,11 @@ def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
 
 
 def test_figures_rewritten_in_the_kernel_process_disagree_with_the_judges_clock():
-    # The candidate does the parent's work and divides every timing its process makes by 10, in place,
-    # past the seal (on the old code: PASSED at ~0.1-0.3, a false speedup). The judge's own clock times
-    # both windows and sees the candidate as slow as the parent: the figures are refused.
-    out, c = against_sleeps_honest("rewrites_its_reply")
+    # The candidate does the parent's work and divides the timer's figures by 4, in place, through the
+    # frames above its host-latency calls: nothing the seal can see (a profile hook doing the same,
+    # rewrites_its_reply.py, is refused by the seal: tests/test_seal_hooks.py). The judge's own clock
+    # times both windows and sees the candidate as slow as the parent: the figures are refused.
+    out, c = against_sleeps_honest("rewrites_figures_through_frames")
     assert c["status"] == "TAMPERED" and "judge's own clock" in c["message"], c
     assert c.get("ratio_vs_parent") is None
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"

@@ -10,6 +10,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -158,12 +159,14 @@ class RemoteKernel:
         except OSError:
             return ""
 
-    def _recv(self, deadline: float, doing: str):
+    def _recv(self, deadline: float, doing: str, why: str | None = None):
+        """The next answer; past `deadline` the process is killed and the call is a TIMEOUT (`why`, or
+        the workload's or the job's limit)."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
-                raise KernelFailure(Status.TIMEOUT, timeout_message(doing))
+                raise KernelFailure(Status.TIMEOUT, why or timeout_message(doing))
             try:
                 if self.conn.poll(min(left, 0.5)):
                     return self.conn.recv()
@@ -208,9 +211,11 @@ class RemoteKernel:
     def time(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
              settings: dict, witness=None) -> dict:
         """Time the kernel on one round's sets; `snaps` receive the timed calls' outputs right after the
-        timed window (calls.time_batch). With `witness` (key, real inputs, judge's output copies): `sets`
+        timed window (calls.time_batch). With `witness` (key, real inputs, judge's output copies, longest): `sets`
         are blank until the judge writes `real` into them inside the window, and the judge's own clock
-        brackets it (witness.py); its figures come back as timing["witness"]."""
+        brackets it (witness.py); its figures come back as timing["witness"]. `longest` (seconds, or
+        None): the longest request seen on this workload, which bounds this one's window
+        (witness.window_limit_s)."""
         self.ensure()
         w = None
         if witness is not None:
@@ -218,17 +223,40 @@ class RemoteKernel:
             if getattr(self, "_witness", None) is None:
                 self._witness = Witness(self.device)
             w = self._witness
+        t_sent = time.monotonic()
         reply = self._send(("time", sets, outs, snaps, warm, warm_outs, method, settings,
                             w.handles() if w is not None else None), "timing the kernel")
         if w is not None and reply[0] == "armed":
-            key, real, copies = witness
+            key, real, copies, longest = witness
+            from .witness import STUCK_GRACE_S, window_limit_s
+            limit, reckoned = window_limit_s(settings, longest, time.monotonic() - t_sent, len(sets))
             w.open(key, real, sets)
-            reply = self._send_only(("go",), "timing the kernel")
+            t_go = time.monotonic()
+            end = min(self.deadline, t_go + limit)
+            # Past the window's own bound (not the workload's limit): say which window, and why that long.
+            why = (f"while timed: the timed window on workload {key[:8]} did not end within {limit:.1f} s of the "
+                   f"judge opening it ({reckoned}): the kernel's timed calls, or its reply after them, never came"
+                   if end < self.deadline else None)
+            reply = self._send_only(("go",), "timing the kernel", end, why)
             if reply[0] == "closed":
                 w.close(outs, copies)
-                reply = self._recv(self.deadline, "timing the kernel")
+                try:
+                    reply = self._recv(end, "timing the kernel", why)
+                    if reply[0] == "ok" and not w.drained(max(end, time.monotonic() + STUCK_GRACE_S)):
+                        self.stop()
+                        raise KernelFailure(Status.TIMEOUT, why or timeout_message("timing the kernel"))
+                except KernelFailure:
+                    if not w.drained(time.monotonic() + STUCK_GRACE_S):
+                        # The judge's own stream waits on an end mark a killed process never recorded:
+                        # every later device-wide wait here would hang. End this judge (its SIGTERM
+                        # handler ends the kernels); the runner records this workload and goes on.
+                        sys.stderr.write(f"{why or 'the timed window did not end'}; the judge's stream stayed "
+                                         f"blocked on the kernel's end mark after its process was killed\n")
+                        sys.stderr.flush()
+                        os.kill(os.getpid(), signal.SIGTERM)
+                    raise
                 if reply[0] == "ok":
-                    reply[1]["witness"] = w.result()
+                    reply[1]["witness"] = dict(w.result(), request_s=time.monotonic() - t_go)
             elif reply[0] == "ok":  # no end mark: the kernel's process skipped it
                 raise KernelFailure(Status.TAMPERED, "while timed: the kernel's process never marked the end "
                                     "of its timed window for the judge's clock")
@@ -242,14 +270,14 @@ class RemoteKernel:
             raise KernelFailure(Status(reply[1]), reply[2])
         return reply[1]
 
-    def _send_only(self, msg: tuple, doing: str):
+    def _send_only(self, msg: tuple, doing: str, deadline: float, why: str | None = None):
         """Send without synchronizing this process's stream (inside a window: the judge's work is queued
-        on its own stream, ordered by events), then wait for the answer."""
+        on its own stream, ordered by events), then wait for the answer until `deadline`."""
         try:
             self.conn.send(msg)
         except (OSError, ValueError):
             pass
-        return self._recv(self.deadline, doing)
+        return self._recv(deadline, doing, why)
 
 
 def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:

@@ -57,13 +57,14 @@ def witnessed(tk: TimedKernel, settings: dict) -> bool:
 
 def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
                device: str, rng: random.Random, method_timer, checked: list[int] | None = None,
-               ref_cache: dict | None = None) -> dict:
+               ref_cache: dict | None = None, longest_s: float | None = None) -> dict:
     """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote.
 
     checked: which sets' outputs are compared with the reference's (both labels of a round get the
     same ones, so `ref_cache` computes each reference output once); None: `verify_sets` at random.
     With the judge's clock (witnessed), the kernel's process gets blank input buffers that the judge
-    fills inside the window, and what is checked is the judge's own copy of the outputs."""
+    fills inside the window, and what is checked is the judge's own copy of the outputs; `longest_s`
+    (the longest request seen on this workload) bounds how long the judge waits for the window's end."""
     definition = job["definition"]
     settings = job.get("settings", {})
     axes = resolve_axes(definition, wl)
@@ -90,7 +91,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         given = blank_like(sets)
         seen = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
         t = tk.fn.time(given, outs, snaps, warm_set, warm_outs, method_timer.method, settings,
-                       witness=(wl["uuid"], sets, seen))
+                       witness=(wl["uuid"], sets, seen, longest_s))
     elif isinstance(tk.fn, RemoteKernel):
         t = tk.fn.time(sets, outs, snaps, warm_set, warm_outs, method_timer.method, settings)
     else:
@@ -282,6 +283,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
     failures: dict[str, tuple[str, KernelFailure]] = {}
     tried: dict[str, set] = {}
+    longest: dict[str, float] = {}  # per workload: the longest witnessed request, gate to reply (seconds)
     verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
     means: list[float] = []  # each round's mean log ratio over its workloads
     for r in range(rounds):
@@ -319,7 +321,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         arm(tk.fn)
                         try:
                             got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
-                                                       timers[method[u]], checked, ref_cache)
+                                                       timers[method[u]], checked, ref_cache, longest.get(u))
+                            seen_s = (got[tk.label].get("witness") or {}).get("request_s")
+                            if seen_s:
+                                longest[u] = max(longest.get(u, 0.0), seen_s)
                         except Early:
                             early_by[tk.label] = early_by.get(tk.label, 0) + 1
                             raise

@@ -2,11 +2,62 @@
 code runs and compared after the import, around every request and right after each timed window."""
 from __future__ import annotations
 
+import gc
+import signal
 import sys
 import threading
 
 # Names a namespace gains by itself as it runs: warnings' per-module registry.
 IGNORED_NAMES = frozenset({"__warningregistry__"})
+
+HOOK_EVENTS = frozenset({"sys.setprofile", "sys.settrace", "sys._setprofileallthreads", "sys._settraceallthreads",
+                         "sys.monitoring.register_callback", "sys.addaudithook"})
+"""Audit events of the calls that install an interpreter hook: code of the kernel's that the interpreter
+runs at points of its own choosing (a function's return, a line), outside the kernel's calls."""
+_HEARD: list[str] = []  # the HOOK_EVENTS heard since the seal was made, in this process
+_AUDITING = False  # whether _audit is installed in this process
+
+
+def _audit(event: str, args) -> None:  # noqa: ARG001 - the audit hook's signature
+    """The seal's audit hook (one per process, it cannot be removed): a hook installed and removed again
+    between two checks (inside a timed window) is still heard. A second audit hook is refused (an audit
+    hook raising RuntimeError on "sys.addaudithook" keeps the new one out, silently)."""
+    if event in HOOK_EVENTS:
+        _HEARD.append(event)
+        if event == "sys.addaudithook":
+            raise RuntimeError("the judge's seal refuses another audit hook")
+
+
+def interpreter_hooks() -> tuple:
+    """The interpreter-level hooks as they are now, each a (name, value): a profile or trace function
+    (this thread's, and the one `threading` gives new threads), sys.monitoring's tools and their events
+    (3.12+), gc's callbacks, every signal's handler and sys's exception hooks. Each runs code of its own
+    at points the kernel does not call: after its last timed call, while the judge's own steps run."""
+    out = [("sys.getprofile()", sys.getprofile()), ("sys.gettrace()", sys.gettrace()),
+           ("threading.setprofile", getattr(threading, "_profile_hook", None)),
+           ("threading.settrace", getattr(threading, "_trace_hook", None)),
+           ("gc.callbacks", tuple(gc.callbacks)),
+           ("sys.excepthook", sys.excepthook), ("sys.unraisablehook", sys.unraisablehook)]
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None:
+        out.append(("sys.monitoring", tuple((mon.get_tool(i), mon.get_events(i)) for i in range(6))))
+    handlers = []
+    for sig in sorted(signal.valid_signals()):
+        try:
+            handlers.append((int(sig), signal.getsignal(sig)))
+        except (OSError, ValueError):
+            pass
+    out.append(("signal handlers", tuple(handlers)))
+    return tuple(out)
+
+
+def _same(a, b) -> bool:
+    """Equal for names and numbers, the same object for anything else (a callable's __eq__ is its own)."""
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if a is None or isinstance(a, (str, int)):
+        return type(a) is type(b) and a == b
+    return a is b
 
 
 class Seal:
@@ -24,6 +75,8 @@ class Seal:
         self.marks: dict[str, tuple] = {}  # name -> (how it is read, container, key, the value held)
         self.tampered = ""
         self.threads = threading.active_count()
+        self.hooks = interpreter_hooks()  # as the judge's own start-up left them (cProfile when profiling)
+        self.heard = len(_HEARD)
 
     @staticmethod
     def _callable(v) -> bool:
@@ -76,9 +129,32 @@ class Seal:
             self.marks[f"{name}[{k!r}]"] = ("item", d, k, d[k])
             self.state(f"{name}[{k!r}]", d[k])
 
+    def module(self, mod) -> None:
+        """The module `import` finds under this one's name: a function that imports at its call (the
+        timer's `from torch.profiler import profile`) reads sys.modules, not the namespace sealed."""
+        name = getattr(mod, "__name__", None)
+        if name and sys.modules.get(name) is mod:
+            self.marks[f"sys.modules[{name!r}]"] = ("item", sys.modules, name, mod)
+
+    def _hooks_changed(self) -> str:
+        if len(_HEARD) > self.heard:
+            return (f"the kernel called {_HEARD[self.heard]} in its process: an interpreter hook runs code of "
+                    "the kernel's outside its calls, where it can rewrite the figures; a kernel may not install one")
+        now = interpreter_hooks()
+        for (name, held), (_, value) in zip(self.hooks, now):
+            if not _same(held, value):
+                return (f"the kernel changed {name} in its process: an interpreter hook (a profile or trace "
+                        "function, a monitoring tool, a gc callback, a signal handler) runs code of the "
+                        "kernel's outside its calls, where it can rewrite the figures; a kernel may not install one")
+        return ""
+
     def check(self) -> str:
         """'' while every held value is still in place, else what changed (then always that)."""
         if self.tampered:
+            return self.tampered
+        hooked = self._hooks_changed()
+        if hooked:
+            self.tampered = hooked
             return self.tampered
         if threading.active_count() > self.threads:
             # A thread of the kernel's runs between and during the judge's own steps: it can patch the
@@ -115,6 +191,10 @@ def seal_process(process, timing) -> Seal:
     import time
 
     import torch
+    global _AUDITING
+    if not _AUDITING:  # one audit hook per process: they cannot be removed
+        sys.addaudithook(_audit)
+        _AUDITING = True
     seal = Seal()
     from . import calls, hygiene, launch, profiling, stats, status
     for name, mod in (("kernel_process", process), ("seal", sys.modules[__name__]), ("calls", calls),
@@ -141,5 +221,10 @@ def seal_process(process, timing) -> Seal:
                  ("FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "Kernel") if hasattr(apu, c)]
     for name, ns in libs:
         seal.library(name, ns)
+    for mod in (process, sys.modules[__name__], calls, timing, hygiene, launch, profiling, stats, status,
+                builtins, math, time, mpc, mpr, torch, torch.cuda, sys.modules.get("torch.profiler"),
+                sys.modules.get("ctypes"), gc, signal, threading):
+        if mod is not None:
+            seal.module(mod)
     seal.mapping("calls._DEVICE_TIMERS", calls._DEVICE_TIMERS)
     return seal

@@ -25,6 +25,10 @@ the judge's process, on the judge's own CUDA stream, which the kernel's process 
   cycles means another context used the GPU before the window ("interference").
 
 On CPU the same protocol runs with the judge's host clock: W is the time from "go" to "closed".
+
+The judge waits for a window's end, and for the request's reply after it, no longer than
+`window_limit_s` from opening the gate: a kernel whose window never closes costs that, not the job's
+limit.
 """
 from __future__ import annotations
 
@@ -34,6 +38,26 @@ import torch
 
 SLEEP_MIN_S, SLEEP_MAX_S, SLEEP_START_S = 1e-3, 0.1, 5e-3
 INTERFERENCE_RATIO, INTERFERENCE_SLACK_US = 1.3, 200.0
+WINDOW_MIN_S, WINDOW_RATIO = 10.0, 20.0
+"""A window's bound: WINDOW_MIN_S plus WINDOW_RATIO times the longest request (gate to reply) the judge
+has seen on this workload, from either label (settings `window_min_s`, `window_ratio`). Generous on
+purpose: an honest window on a loaded 2-core machine may take several times its usual length, and
+hitting the bound fails the kernel."""
+STUCK_GRACE_S = 10.0  # after a kill: how long the judge's stream may take to pass the kernel's end mark
+
+
+def window_limit_s(settings: dict, longest_s: float | None, warm_s: float, calls: int) -> tuple[float, str]:
+    """(seconds from the gate's opening, how they were reckoned) the judge waits for a window's end and
+    the reply. Before any request on this workload was seen whole (the first label of the first round),
+    the expected length is this request's warm-up, per call, times the calls still to come (the timed
+    ones and the host-latency ones)."""
+    lo, ratio = float(settings.get("window_min_s", WINDOW_MIN_S)), float(settings.get("window_ratio", WINDOW_RATIO))
+    if longest_s:
+        expected, what = longest_s, "the longest request seen on this workload"
+    else:
+        per_call = warm_s / max(1, int(settings.get("warmup", 5)))
+        expected, what = per_call * (calls + int(settings.get("host_calls", 10))), "its warm-up's pace"
+    return lo + ratio * expected, f"{lo:g} s + {ratio:g} x {expected:.3f} s, {what}"
 
 
 class Early(Exception):
@@ -119,11 +143,22 @@ class Witness:
         self.sleep_s[self.key] = min(SLEEP_MAX_S, max(SLEEP_MIN_S, 1.5 * queued_s + 5e-4, grow,
                                                       self.sleep_s.get(self.key, SLEEP_MIN_S)))
 
+    def drained(self, until: float) -> bool:
+        """Whether the judge's stream has passed the kernel's end mark and its own copy by `until`
+        (monotonic seconds): polled, so a kernel whose GPU work never ends cannot hold the judge."""
+        if not self.cuda:
+            return True
+        while not self.t1.query():
+            if time.monotonic() >= until:
+                return False
+            time.sleep(1e-4)
+        return True
+
     def result(self) -> dict:
         """After the request's reply: the window as the judge saw it. Raises Early (see there)."""
         if not self.cuda:
             return {"window_us": self._w_us}
-        self.stream.synchronize()
+        self.stream.synchronize()  # drained() first: the end mark has passed, this waits for nothing more
         slept = self.t_sleep.elapsed_time(self.t0) * 1000.0
         out = {"window_us": self.t0.elapsed_time(self.t1) * 1000.0, "sleep_us": slept,
                "interference": slept > INTERFERENCE_RATIO * self.nominal_us + INTERFERENCE_SLACK_US}

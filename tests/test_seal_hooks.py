@@ -1,0 +1,94 @@
+"""The seal against interpreter-level hooks (bench/judge/seal.py): a profile or trace function, a
+monitoring tool, a gc callback, a signal handler, another audit hook, or a module swapped in
+sys.modules, each set by a kernel in its own process, is TAMPERED. Planted kernels in a real judge on
+CPU."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from autogk_git.bench import runner
+
+DATA = Path(__file__).resolve().parent / "data"
+DEF = json.loads((DATA / "scale" / "definition.json").read_text())
+WLS = [json.loads(l)["workload"] for l in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()]
+ENV = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def cheat(name: str) -> dict:
+    return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
+
+
+def against_sleeps_honest(candidate: dict) -> tuple[dict, dict]:
+    """An ab job on one small workload, the planted kernel against the honest one that does its work;
+    (the parent's record, the candidate's)."""
+    s = {"device": "cpu", "timed": True, "trials": 2, "reps": 6, "warmup": 2, "min_rounds": 3, "max_rounds": 3,
+         "min_effect": 0.01, "confidence": 0.95}
+    j = {"version": 1, "stage": "ab", "definition": DEF, "workloads": WLS[4:5], "generator": None, "blob_root": ".",
+         "settings": s, "seed": 11, "sources": {"parent": cheat("sleeps_honest"), "candidate": candidate}}
+    out = runner.run_worker(j, dict(os.environ, **ENV), 300)
+    u = WLS[4]["uuid"]
+    return out["labels"]["parent"][u], out["labels"]["candidate"][u]
+
+
+def test_a_profile_hook_set_at_import_that_rewrites_the_figures_is_tampering_on_import():
+    # rewrites_its_reply.py divides its figures by 10 through sys.setprofile (on the old code only the
+    # judge's clock caught it, after every round was timed): the seal sees the hook after the import.
+    p, c = against_sleeps_honest(cheat("rewrites_its_reply"))
+    assert c["status"] == "TAMPERED" and "on import" in c["message"], c
+    assert "sys.setprofile" in c["message"], c
+    assert c.get("ratio_vs_parent") is None and p["status"] == "PASSED", p
+
+
+def test_a_hook_installed_and_removed_inside_the_window_is_heard():
+    # The hook lives only inside the timed window: installed in a timed call, it scales the timer's
+    # result by 0.75 as time_calls returns and removes itself, before the seal's check after the window.
+    # 25 % is inside the host clock's slack (on the old code: PASSED at ~0.75, a false speedup). The
+    # seal's audit hook heard sys.setprofile.
+    p, c = against_sleeps_honest(cheat("hides_a_hook_in_the_window"))
+    assert c["status"] == "TAMPERED" and "while timed" in c["message"], c
+    assert "sys.setprofile" in c["message"], c
+    assert c.get("ratio_vs_parent") is None and p["status"] == "PASSED", p
+
+
+HOOKED = {  # label -> (what the kernel does at import, what the message names)
+    "settrace": ("sys.settrace(lambda *a: None)", "sys.settrace"),
+    "thread_profile": ("import threading; threading.setprofile(lambda *a: None)", "threading.setprofile"),
+    "thread_trace": ("import threading; threading.settrace(lambda *a: None)", "threading.settrace"),
+    "gc_callback": ("import gc; gc.callbacks.append(lambda phase, info: None)", "gc.callbacks"),
+    "alarm": ("import signal; signal.signal(signal.SIGALRM, lambda s, f: None)", "signal handlers"),
+    "audit": ("sys.addaudithook(lambda event, args: None)", "sys.addaudithook"),
+    "unraisable": ("sys.unraisablehook = lambda u: None", "sys.unraisablehook"),
+    "module_swap": ("import types, time as _t; m = types.ModuleType('time'); m.__dict__.update(vars(_t)); "
+                    "sys.modules['time'] = m", "sys.modules['time']"),
+}
+if hasattr(sys, "monitoring"):  # 3.12+: the H200 machine's python
+    HOOKED["monitoring"] = ("sys.monitoring.use_tool_id(3, 'k'); "
+                            "sys.monitoring.set_events(3, sys.monitoring.events.PY_RETURN)", "sys.monitoring")
+
+
+def hooked_source(install: str) -> dict:
+    return {"kernel.py": f"import sys\nimport torch\n{install}\n\n"
+                         "def run(x, bias, scale, out):\n    torch.add(x * scale, bias, out=out)\n"}
+
+
+def test_interpreter_hooks_set_by_a_kernel_are_tampering():
+    # Each runs code of the kernel's at points of the interpreter's choosing (a return, a collection, a
+    # signal), outside the kernel's calls: after its last timed call, while the judge's steps run. On
+    # the old code every one of these PASSED. An honest kernel, and one that imports torch._dynamo, pass.
+    sources = {"torch_honest": cheat("torch_honest"), "imports_dynamo": cheat("imports_dynamo"),
+               **{label: hooked_source(install) for label, (install, _) in HOOKED.items()}}
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu", "stress": False}, "sources": sources}
+    out = runner.run_worker(j, dict(os.environ, **ENV), 300)
+    got = {label: next(iter(w.values())) for label, w in out["labels"].items()}
+    assert got["torch_honest"]["status"] == "PASSED", got["torch_honest"]
+    assert got["imports_dynamo"]["status"] == "PASSED", got["imports_dynamo"]
+    for label, (_, named) in HOOKED.items():
+        r = got[label]
+        assert r["status"] == "TAMPERED" and "on import" in r["message"], (label, r)
+        assert named in r["message"], (label, r)

@@ -1,0 +1,42 @@
+"""The judge's own clock on CPU (bench/judge/witness.py with the host clock): the bound on how long it
+waits for a window's end. Planted kernels in a real judge. (What only the clock catches on CPU, figures
+rewritten through the frames: tests/test_worker_timed.py.)"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from autogk_git.bench import runner
+
+DATA = Path(__file__).resolve().parent / "data"
+DEF = json.loads((DATA / "scale" / "definition.json").read_text())
+WLS = [json.loads(l)["workload"] for l in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()]
+
+
+def cheat(name: str) -> dict:
+    return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
+
+
+def ab_job(candidate: str, **settings) -> dict:
+    s = {"device": "cpu", "timed": True, "trials": 2, "reps": 6, "warmup": 2, "min_rounds": 3, "max_rounds": 3,
+         "min_effect": 0.01, "confidence": 0.95, **settings}
+    return {"version": 1, "stage": "ab", "definition": DEF, "workloads": WLS[4:5], "generator": None,
+            "blob_root": ".", "settings": s, "seed": 11,
+            "sources": {"parent": cheat("sleeps_honest"), "candidate": cheat(candidate)}}
+
+
+def test_a_window_that_never_ends_costs_its_bound_not_the_job_limit():
+    # The candidate's first timed call never returns. The judge waits for the window's end at most
+    # window_min_s + window_ratio x the longest request seen there (or, first, its warm-up's pace),
+    # not the workload's share of the job (60 s here; on the old code it waited all of it).
+    t0 = time.monotonic()
+    out = runner.run_worker(ab_job("never_ends_its_window"), dict(os.environ, CUDA_VISIBLE_DEVICES=""), 120)
+    took = time.monotonic() - t0
+    u = WLS[4]["uuid"]
+    c = out["labels"]["candidate"][u]
+    assert c["status"] == "TIMEOUT" and "did not end within" in c["message"], c
+    assert u[:8] in c["message"] and "timed window" in c["message"], c
+    assert out["labels"]["parent"][u]["status"] == "PASSED", out["labels"]["parent"][u]
+    assert took < 50, took  # ~10 s of bound plus the job's start-up and checks, against 60 s before
