@@ -124,7 +124,12 @@ def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=N
     it comes back with `repeat_of` set and no commit."""
     tip = ex.ensure_trunk(project, say)
     history = ex.results(project, target.name)
-    node, trunk_latency = search.choose(project, target.name, history, tip, [o.base for o in in_flight], start)
+    # An agent that searches the tree by rules of its own (the tuner) narrows the frontier it is offered.
+    narrow = getattr(agent, "node_filter", None)
+    live = narrow(project.config, kernels.kernel_source(project.root, target, tip), history,
+                  [o.in_flight() for o in in_flight]) if narrow and start is None else None
+    node, trunk_latency = search.choose(project, target.name, history, tip, [o.base for o in in_flight], start,
+                                        live=live)
     base = node.commit
     number = ex.next_number(project, target.name)
     wt, branch = ex.open_worktree(project, target.name, number, base)
