@@ -100,6 +100,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "usd_per_gpu_hour": Key(float, 0.0, "price of one GPU-hour on this backend: each experiment's GPU-seconds are "
                                 "priced into its cost and count against --budget-usd; 0: GPU time is free",
                                 check=lambda x: x >= 0, rule=">= 0"),
+        "profile": Key(str, "ncu", "after the first verdict and every keep, profile the trunk's kernel with Nsight "
+                       "Compute (local backend, ncu on PATH; outside the timed runs) for the agents' view; off: never",
+                       ("ncu", "off")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from autogk_git import tunables
 from autogk_git.agents.base import Context, Proposal
+from autogk_git.bench import ncu
 from autogk_git.errors import AgentError
 from autogk_git.record.results import was_measured
 
@@ -157,7 +158,9 @@ class TuneAgent:
                      f"Starting configuration (from {where}): `{_key(current)}`."]
             lines += [f"Change **{m[3]}** from `{current[m[3]]}` to `{m[4]}` ({m[0]} step(s) in its declared "
                       f"choices {list(decl[m[3]].choices)})." for m in move]
-            lines += [f"Configurations already tried for this target: {len(tried)}."]
+            lines += [f"Configurations already tried for this target: {len(tried)}.",
+                      # Why the kernel is slow, as Nsight Compute saw it (bench/ncu.py): the log says it too.
+                      f"Profile: {ncu.one_line(ctx.history, ctx.config)}."]
             if start and start.get("experiment") is not None:
                 lines.append("Why: a coordinate search continuing from a near-miss node of the search tree: its "
                              "own change did not beat the trunk, but one more change from it may (an interaction "

@@ -176,6 +176,9 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
     sha, result = refresh_if_stale(project, target, run.number, run.branch, run.sha, result, say,
                                    measure_project=measure_project, track=False,
                                    in_flight={o.number: o.sha for o in others if o.sha})
+    from autogk_git.loop import profile
+    if profile.after_verdict(project, target, result, say, busy=bool(others)):  # [bench] profile: ncu
+        ex.record(project, result, say, track=False)
     branch = result.get("branch") or run.branch
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     ex.log_to_tracking(project, result, say)
