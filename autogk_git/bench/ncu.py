@@ -269,9 +269,15 @@ def _run_once(job: dict[str, Any]) -> int:
     torch.cuda.synchronize()
     # The kernel's code runs where the judge's kernels run: its folder and caches writable, no more.
     kdir = tmp / "kernel"
-    kdir.mkdir()
+    (kdir / "tmp").mkdir(parents=True)
+    # ncu's own lock folder (<tmp>/nvidia/nsight_compute) must stay writable: without it ncu refused to
+    # profile a sandboxed process on the H200 ("InterprocessLockFailed"). Triton needs a temporary folder.
+    locks = {os.path.join(tempfile.gettempdir(), "nvidia"), "/tmp/nvidia"}
+    os.environ["TMPDIR"] = str(kdir / "tmp")
+    tempfile.tempdir = None
     if os.environ.get("AUTOGK_SANDBOX", "1") != "0":
-        sandbox.restrict(*sandbox.kernel_paths(kdir))
+        read, write = sandbox.kernel_paths(kdir)
+        sandbox.restrict(read, [*write, *sorted(locks)])
     label, files = next(iter(job["sources"].items()))
     run = kernels.import_kernel(label, files, kdir).run
     for args, outs in made:
