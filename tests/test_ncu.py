@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from autogk_git.bench import ncu
 from conftest import autogk_in, git, notes_json
 
 CSV = Path(__file__).resolve().parent / "data" / "ncu" / "details.csv"
@@ -24,6 +23,8 @@ def no_tracking(monkeypatch):
 
 
 def test_the_csv_is_read_into_a_summary_per_kernel():
+    from autogk_git.bench import ncu
+
     rms, tail = ncu.parse_csv(CSV.read_text())
     assert rms["name"] == "_rms_fwd" and rms["grid"] == "(8192, 1, 1)" and rms["block"] == "(256, 1, 1)"
     assert rms["duration_us"] == 31.75 and rms["sm_pct"] == 22.1 and rms["dram_pct"] == 87.9
@@ -67,6 +68,7 @@ def test_a_keep_is_profiled_outside_the_timing_and_the_figures_reach_the_note_ml
     from autogk_git.tracking.mlflow_store import metrics_of
 
     monkeypatch.setenv("PATH", f"{_fake_ncu(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    from autogk_git.bench import ncu
     p = Project.find(project)
     target = p.target("scale")
     sha = git(project, "rev-parse", "HEAD").strip()
@@ -104,7 +106,9 @@ def test_a_keep_is_profiled_outside_the_timing_and_the_figures_reach_the_note_ml
 
 
 def test_without_ncu_every_view_says_so_in_one_line(project, monkeypatch):
-    monkeypatch.setattr(ncu, "ncu_path", lambda: None)
+    import shutil
+    keep = [d for d in os.environ["PATH"].split(os.pathsep) if d and not shutil.which("ncu", path=d)]
+    monkeypatch.setenv("PATH", os.pathsep.join(keep))  # as on a machine without Nsight Compute
     out = json.loads(autogk_in(project, "iterate", "-n", "1", "--agent", "tune", "--json").stdout)
     (one,) = out["experiments"]
     plan = git(project, "notes", "--ref", "autogk/plans", "show", one["commit"])
@@ -121,5 +125,6 @@ def test_without_ncu_every_view_says_so_in_one_line(project, monkeypatch):
     for text in (prompts.task_message(ctx, "kernel", md), prompts.command_prompt(ctx, md, "/tmp/h"),
                  prompts.task_message(ctx, "kernel", None)):
         assert text.count("no profile: ncu not found") == 1, text
+    from autogk_git.bench import ncu
     monkeypatch.setenv("AUTOGK_BENCH_PROFILE", "off")
     assert ncu.view_lines([], Project.find(project).config)[0] == 'no profile: [bench] profile = "off"'
