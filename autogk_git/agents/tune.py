@@ -101,6 +101,8 @@ class TuneAgent:
 
         def live(node, trunk_latency: float | None = None) -> bool:
             cfg = getattr(node, "tunables", None)
+            if node.number is None and cfg is None:  # a trunk no result has described yet: its own source's
+                cfg = {n: t.value for n, t in decl.items()}
             if cfg is None or set(cfg) != set(decl):
                 return node.number is None  # not the tuner's kind of node; the trunk always stays a candidate
             if node.number is not None and node.latency_us and trunk_latency \

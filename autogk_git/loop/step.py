@@ -178,7 +178,8 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
                                    in_flight={o.number: o.sha for o in others if o.sha})
     from autogk_git.loop import profile
     if profile.after_verdict(project, target, result, say, busy=bool(others)):  # [bench] profile: ncu
-        ex.record(project, result, say, track=False)
+        from autogk_git.record import summaries
+        summaries.write_result(project.root, result)  # the note again, with its profile (verdict lines said once)
     branch = result.get("branch") or run.branch
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     ex.log_to_tracking(project, result, say)
