@@ -68,13 +68,14 @@ def after_verdict(project: Project, target_name: str, result: dict[str, Any], sa
     tool = ncu.ncu_path() or "ncu"
     t0 = time.time()
     rows = ncu.profile(job, tool, env=env)
-    why = dict((w["uuid"], reason) for w, reason in picks)
+    picked = {w["uuid"]: (w, reason) for w, reason in picks}
     for r in rows:
-        r["why"] = why.get(r["uuid"], "")
-        r["axes"] = {k: v for k, v in (next((w for w, _ in picks if w["uuid"] == r["uuid"]), {}).get("axes") or {}).items()}
+        w, reason = picked.get(r["uuid"], ({}, ""))
+        r.update(why=reason, axes=dict(w.get("axes") or {}))
     number = result.get("experiment", 0)
     result["profile"] = {
         "tool": "ncu", "ncu_version": ncu.version(tool), "commit": commit,
-        "kernel": f"#{number:04d}'s candidate, now the trunk's kernel" if keep else f"the trunk's kernel ({commit[:10]})",
+        "kernel": (f"#{number:04d}'s candidate, now the trunk's kernel" if keep
+                   else f"the trunk's kernel ({commit[:10]})"),
         "sections": list(ncu.SECTIONS), "workloads": rows, "profile_s": round(time.time() - t0, 1)}
     return True
