@@ -100,6 +100,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "usd_per_gpu_hour": Key(float, 0.0, "price of one GPU-hour on this backend: each experiment's GPU-seconds are "
                                 "priced into its cost and count against --budget-usd; 0: GPU time is free",
                                 check=lambda x: x >= 0, rule=">= 0"),
+        "profile": Key(str, "ncu", "after the first verdict and every keep, profile the trunk's kernel with Nsight "
+                       "Compute (local backend, ncu on PATH; outside the timed runs) for the agents' view; off: never",
+                       ("ncu", "off")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },
@@ -156,6 +159,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "width": Key(int, 3, "beam: nodes the next experiments branch from, the trunk included", check=_pos, rule="> 0"),
         "exploration": Key(float, 0.5, "best: weight of the exploration term (0: always the best node)",
                            check=lambda x: x >= 0, rule=">= 0"),
+        "near_miss": Key(float, 0.05, "beam/best, the offline tuner: search on from a node at most this fraction "
+                         "slower than the trunk (a near-miss); slower ones are left", check=lambda x: x >= 0,
+                         rule=">= 0"),
         "floor_share": Key(float, 0.0, "stop the loop once the trunk reaches this share of every workload's floor "
                            "(floor time / latency, e.g. 0.95); 0: never", check=lambda x: 0 <= x <= 1,
                            rule="in [0, 1]"),

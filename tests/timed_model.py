@@ -21,9 +21,15 @@ FLOOR_US = 4.0  # every workload's floor in the model: COST = 4 is at the limit
 
 
 def cost(src: str) -> float:
-    m = re.search(r"^COST = ([0-9.]+)", src, re.M)
+    """The kernel's `COST = <us>` line; `COST = <expression>` is evaluated over the kernel's tunables
+    (a landscape for the tuner: `COST = 5.0 if A == 1 and B == 1 else 10.0 + 0.2 * A`)."""
+    m = re.search(r"^COST = (.+?)\s*$", src, re.M)
     assert m, "a kernel timed by the model needs a `COST = <us>` line"
-    return float(m[1])
+    try:
+        return float(m[1])
+    except ValueError:
+        from autogk_git import tunables
+        return float(eval(m[1], {}, tunables.values(src)))  # noqa: S307 - the test's own kernel text
 
 
 class ModelTimedBackend(InterpretBackend):

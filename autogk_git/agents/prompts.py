@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from autogk_git.bench import ncu
 from autogk_git.record import floor
 
 RULES = """\
@@ -73,6 +74,16 @@ def start_lines(ctx) -> list[str]:
             "It is still timed against the trunk's kernel and kept only if it beats the trunk.", ""]
 
 
+def profile_lines(ctx, inspector: str | None) -> list[str]:
+    """The Nsight Compute profile of the trunk's kernel (bench/ncu.py), or the one line saying why there is
+    none; left out when the workload view passed in already carries it."""
+    if inspector and ("Nsight Compute profile of" in inspector or "no profile: " in inspector):
+        lines = ncu.view_lines(ctx.history, getattr(ctx, "config", None))
+        if lines[0] in inspector:
+            return []
+    return ncu.view_lines(ctx.history, getattr(ctx, "config", None))
+
+
 def task_message(ctx, kernel: str, inspector: str | None) -> str:
     t = ctx.target
     parts = [f"Experiment {ctx.number:04d} for target '{t.name}'. The kernel ({t.rel}/kernel.py):",
@@ -85,6 +96,7 @@ def task_message(ctx, kernel: str, inspector: str | None) -> str:
         parts += [inspector.strip(), ""]
     parts += start_lines(ctx)
     parts += floor.prompt_lines(ctx.history)
+    parts += profile_lines(ctx, inspector)
     parts += ["Recent experiments:", _table(ctx.history), ""]
     les = lessons(ctx.history)
     if les:
@@ -103,6 +115,7 @@ def command_prompt(ctx, inspector: str | None, hypothesis_file: str) -> str:
     parts = [system_prompt(t.name, program, t.editable, t.rel), "",
              f"You are in the experiment's checkout. The kernel is {t.rel}/kernel.py; the definition is "
              f"{t.rel}/definition.json.", "", *start_lines(ctx), *floor.prompt_lines(ctx.history),
+             *profile_lines(ctx, inspector),
              "Recent experiments:", _table(ctx.history), ""]
     les = lessons(ctx.history)
     if les:

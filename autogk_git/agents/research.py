@@ -320,6 +320,7 @@ def _ask_model(project, target, tip, history, trigger, artifact, say, client) ->
 
     first = (f"Trigger: {trigger}.\nTarget: {target.name}; trunk tip {tip[:10]}; {len(history)} experiments so far.\n"
              + "".join(f"{ln}\n" for ln in prompts.floor.prompt_lines(history))
+             + "".join(f"{ln}\n" for ln in prompts.ncu.view_lines(history, cfg))
              + f"Experiments:\n{prompts._table(history, last=25)}\n\nRead what you need, then call write_plan.")
     conv = Conversation(cfg, cfg.research.model or cfg.agent.model, say, client)
     args = conv.run(prompts.RESEARCH_SYSTEM, first, defs, handlers, "write_plan", cfg.research.max_turns,

@@ -111,6 +111,11 @@ def write_artifact(project, target) -> Path:
     # only a timed run gives, so it is absent until one has been.
     from autogk_git.record import floor
     from autogk_git.record.experiments import results
-    near = floor.prompt_lines(results(project, target.name))
-    md.write_text(render(stats) + ("\n" + "\n".join(near) if near else ""))
+    history = results(project, target.name)
+    near = floor.prompt_lines(history)
+    # Why the kernel is slow where it is slowest: the newest Nsight Compute profile in the notes, or one line
+    # saying why there is none (bench/ncu.py).
+    from autogk_git.bench import ncu
+    prof = ncu.view_lines(history, project.config, {r["uuid"]: r["axes"] for r in stats["per_workload"]})
+    md.write_text(render(stats) + ("\n" + "\n".join(near) if near else "") + "\n" + "\n".join(prof))
     return md

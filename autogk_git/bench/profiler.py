@@ -10,8 +10,8 @@ and triton on the machine that runs it:
 Per workload: host wall time per call (synchronized), device time per call summed over the kernels
 torch.profiler (CUPTI) saw, kernel launches per call, the three costliest kernels, and the achieved
 bandwidth (input and output bytes over device time). Without CUDA only the host time is measured
-(the Triton interpreter's time says nothing about a GPU) and the report says so. Nsight Compute is not
-driven yet: `ncu` was present on the H200 machine, but a per-kernel ncu section is still to be written.
+(the Triton interpreter's time says nothing about a GPU) and the report says so. Hardware counters per
+kernel (Nsight Compute) are bench/ncu.py's, taken by the loop after a verdict (loop/profile.py).
 """
 from __future__ import annotations
 

@@ -12,6 +12,10 @@ trunk is at least as good.
     best    best-first with exploration: the node with the highest
             log(trunk latency / node latency) + exploration * sqrt(ln(1 + all children) / (1 + its children))
 
+An agent may narrow the frontier (`live`, e.g. agents/tune.TuneAgent.node_filter): the offline tuner
+drops nodes that are dead ends for it (every single change tried) or far slower than the trunk; the
+strategy then picks among what is left, the trunk when nothing is.
+
 Whatever the start, an experiment is measured against the trunk tip and merges only when it beats it
 (record/trunk.baseline): a start off the trunk is a place to search from, never a yardstick.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from autogk_git.errors import AutogkError
 from autogk_git.git import repo
@@ -41,6 +45,7 @@ class Node:
     hypothesis: str = ""
     latency_us: float | None = None   # geomean of the confirmed per-workload latencies; None: untimed
     children: int = 0
+    tunables: dict[str, Any] | None = None   # the node's declared tunables, as its result recorded them
 
     @property
     def name(self) -> str:
@@ -69,11 +74,21 @@ def trunk_latency(history: list[dict[str, Any]], tip: str) -> float | None:
     return None
 
 
+def trunk_tunables(history: list[dict[str, Any]], tip: str) -> dict[str, Any] | None:
+    """The trunk tip's tunables: as the parent an experiment was timed against, or as a keep's candidate."""
+    for r in reversed(history):
+        if (r.get("against") or r.get("parent")) == tip and r.get("parent_tunables") is not None:
+            return r["parent_tunables"]
+        if r.get("commit") == tip and r.get("tunables") is not None:
+            return r["tunables"]
+    return None
+
+
 def nodes(project: Project, target: str, history: list[dict[str, Any]], tip: str,
           in_flight_bases: list[str] = ()) -> list[Node]:
     """The trunk tip first, then every other confirmed node, best first."""
     states = _states(project, target)
-    trunk = Node(tip, None, "trunk", latency_us=trunk_latency(history, tip))
+    trunk = Node(tip, None, "trunk", latency_us=trunk_latency(history, tip), tunables=trunk_tunables(history, tip))
     others = []
     for r in history:
         c = r.get("commit")
@@ -83,7 +98,8 @@ def nodes(project: Project, target: str, history: list[dict[str, Any]], tip: str
         if state == "kept" and repo.is_ancestor(project.root, c, tip):
             continue  # the trunk holds it already
         lat = latencies(r) if r.get("timing") else {}
-        others.append(Node(c, number, state, r.get("hypothesis", ""), geomean(list(lat.values())) if lat else None))
+        others.append(Node(c, number, state, r.get("hypothesis", ""), geomean(list(lat.values())) if lat else None,
+                           tunables=r.get("tunables")))
     others.sort(key=lambda n: (n.latency_us is None, n.latency_us or 0.0, -(n.number or 0)))
     every = [trunk, *others]
     by_commit = {n.commit: n for n in every}
@@ -93,20 +109,21 @@ def nodes(project: Project, target: str, history: list[dict[str, Any]], tip: str
     return every
 
 
-def pick(strategy: str, width: int, exploration: float, frontier: list[Node]) -> Node:
-    """The node the next experiment branches from."""
+def pick(strategy: str, width: int, exploration: float, frontier: list[Node], trunk_open: bool = True) -> Node:
+    """The node the next experiment branches from. frontier[0] is the trunk; `trunk_open` False: the
+    trunk is not to be picked while another node is there (a dead end for the agent)."""
     trunk = frontier[0]
     if strategy == "trunk" or len(frontier) == 1:
         return trunk
     if strategy == "beam":
-        beam = frontier[:max(1, width)]
+        beam = frontier[:max(1, width)] if trunk_open else frontier[1:max(2, width)]
         return min(beam, key=lambda n: n.children)  # min() keeps the first of equals: the better ranked
     total = sum(n.children for n in frontier)
 
     def value(n: Node) -> float:
         gain = math.log(trunk.latency_us / n.latency_us) if n.latency_us and trunk.latency_us else 0.0
         return gain + exploration * math.sqrt(math.log(1 + total) / (1 + n.children))
-    return max(frontier, key=value)
+    return max(frontier if trunk_open else frontier[1:], key=value)
 
 
 def resolve_start(project: Project, target: str, spec: str) -> str:
@@ -128,8 +145,10 @@ def resolve_start(project: Project, target: str, spec: str) -> str:
 
 
 def choose(project: Project, target: str, history: list[dict[str, Any]], tip: str,
-           in_flight_bases: list[str] = (), start: str | None = None) -> tuple[Node, float | None]:
-    """(the start node, the trunk's latency) by `--from` when given, else by `[search] strategy`."""
+           in_flight_bases: list[str] = (), start: str | None = None,
+           live: Callable[[Node, float | None], bool] | None = None) -> tuple[Node, float | None]:
+    """(the start node, the trunk's latency) by `--from` when given, else by `[search] strategy` over
+    the nodes `live` admits (all when None; the trunk always stays, as the fallback)."""
     frontier = nodes(project, target, history, tip, in_flight_bases)
     if start:
         found = next((n for n in frontier if n.commit == start), None)
@@ -138,7 +157,12 @@ def choose(project: Project, target: str, history: list[dict[str, Any]], tip: st
             found = Node(start, number, state)
         return found, frontier[0].latency_us
     s = project.config.search
-    return pick(s.strategy, s.width, s.exploration, frontier), frontier[0].latency_us
+    trunk_open = True
+    if live is not None and s.strategy != "trunk":
+        lat = frontier[0].latency_us
+        trunk_open = live(frontier[0], lat)
+        frontier = [frontier[0], *(n for n in frontier[1:] if live(n, lat))]
+    return pick(s.strategy, s.width, s.exploration, frontier, trunk_open), frontier[0].latency_us
 
 
 def floor_reached(project: Project, target: str) -> str | None:

@@ -124,7 +124,12 @@ def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=N
     it comes back with `repeat_of` set and no commit."""
     tip = ex.ensure_trunk(project, say)
     history = ex.results(project, target.name)
-    node, trunk_latency = search.choose(project, target.name, history, tip, [o.base for o in in_flight], start)
+    # An agent that searches the tree by rules of its own (the tuner) narrows the frontier it is offered.
+    narrow = getattr(agent, "node_filter", None)
+    live = narrow(project.config, kernels.kernel_source(project.root, target, tip), history,
+                  [o.in_flight() for o in in_flight]) if narrow and start is None else None
+    node, trunk_latency = search.choose(project, target.name, history, tip, [o.base for o in in_flight], start,
+                                        live=live)
     base = node.commit
     number = ex.next_number(project, target.name)
     wt, branch = ex.open_worktree(project, target.name, number, base)
@@ -171,6 +176,10 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
     sha, result = refresh_if_stale(project, target, run.number, run.branch, run.sha, result, say,
                                    measure_project=measure_project, track=False,
                                    in_flight={o.number: o.sha for o in others if o.sha})
+    from autogk_git.loop import profile
+    if profile.after_verdict(project, target, result, say, busy=bool(others)):  # [bench] profile: ncu
+        from autogk_git.record import summaries
+        summaries.write_result(project.root, result)  # the note again, with its profile (verdict lines said once)
     branch = result.get("branch") or run.branch
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     ex.log_to_tracking(project, result, say)

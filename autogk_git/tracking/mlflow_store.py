@@ -206,6 +206,11 @@ def key_figures(result: dict[str, Any]) -> dict[str, float]:
         for u, r in fl["workloads"].items():
             if "share" in r:
                 out[f"floor_share.{_metric_key(u[:8])}"] = float(r["share"])
+    for w in (result.get("profile") or {}).get("workloads") or []:  # Nsight Compute: the first kernel of each
+        k = (w.get("kernels") or [{}])[0]
+        for name in ("duration_us", "sm_pct", "dram_pct", "achieved_occupancy_pct"):
+            if isinstance(k.get(name), (int, float)):
+                out[f"profile.{_metric_key(w['uuid'][:8])}.{name}"] = float(k[name])
     return out
 
 

@@ -14,6 +14,11 @@ from timed_model import KERNEL, T, conclude, hand_experiment, rev, set_cost
 from conftest import autogk_in, git, notes_json
 
 
+# These tests are about the scheduler's pick: the tuner's own narrowing to near-misses (a node at most
+# [search] near_miss slower than the trunk; tests/loop/test_search_tune.py) is opened wide here.
+ANY_NODE = {"AUTOGK_SEARCH_NEAR_MISS": "10"}
+
+
 @pytest.fixture(autouse=True)
 def no_tracking(monkeypatch):
     monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "0")
@@ -161,7 +166,7 @@ def test_beam_branches_from_the_best_nodes(timed):
     conclude(timed)
     assert {notes_json(timed, s)["verdict"]["decision"] for s in (n1, n2)} == {"revert"}
     tip = rev(timed, "main")
-    beam = {"AUTOGK_SEARCH_STRATEGY": "beam", "AUTOGK_SEARCH_WIDTH": "2"}
+    beam = {"AUTOGK_SEARCH_STRATEGY": "beam", "AUTOGK_SEARCH_WIDTH": "2", **ANY_NODE}
     out = json.loads(autogk_in(timed, "iterate", "-n", "2", "--agent", "tune", "--json", env=beam).stdout)
     parents = [notes_json(timed, e["commit"])["parent"] for e in out["experiments"] if e["commit"]]
     assert n1 in parents and n2 not in parents, (parents, n1, n2, tip)
@@ -203,7 +208,7 @@ def test_parallel_workers_draw_from_the_beam_counting_what_is_in_flight(timed):
     trunk = rev(timed, "main")
     node = hand_experiment(timed, 1, trunk, 20.0)
     conclude(timed)
-    beam = {"AUTOGK_SEARCH_STRATEGY": "beam", "AUTOGK_SEARCH_WIDTH": "2"}
+    beam = {"AUTOGK_SEARCH_STRATEGY": "beam", "AUTOGK_SEARCH_WIDTH": "2", **ANY_NODE}
     out = json.loads(autogk_in(timed, "iterate", "-n", "2", "--parallel", "2", "--agent", "tune", "--json",
                                env=beam).stdout)
     firsts = sorted((e for e in out["experiments"] if e["commit"]), key=lambda e: e["number"])
