@@ -205,3 +205,12 @@ def floor_of(definition: dict, axes: dict, gen_module=None, make=None) -> dict:
             failed = f" (inputs.py floor failed: {short_tb(e)[:200]})"
     nbytes, rule = floor_bytes(definition, axes)
     return {"bytes": nbytes, "flops": None, "rule": rule + failed}
+
+
+def floor_record(job: dict, inputs: Inputs, wl_index: int, wl: dict, bandwidth: float) -> dict:
+    """One timed workload's floor fields: floor_us (its bytes over the measured copy bandwidth, B/s),
+    floor_rule, floor_bytes, floor_flops. A declared formula reads an input set drawn as trial 0's."""
+    fl = floor_of(job["definition"], resolve_axes(job["definition"], wl), inputs.gen_module,
+                  lambda: make_inputs(inputs, wl, trial_seed(job, wl_index, 0)))
+    return {"floor_us": fl["bytes"] / bandwidth * 1e6, "floor_rule": fl["rule"], "floor_bytes": fl["bytes"],
+            "floor_flops": fl["flops"]}

@@ -178,19 +178,23 @@ def row_scores(inputs: dict, axes: dict, rows: range) -> torch.Tensor:
 def floor(inputs: dict, axes: dict, definition: dict) -> dict:
     """What a correct kernel must move and compute on these inputs. A row of at most 2048 tokens
     selects every one of its tokens, so it needs only its block table entries and its output; a
-    longer row must read each page it reaches (64 x 132 bytes) and its query and weights, and score
-    each of its tokens (2 x 64 heads x 128 FLOPs). Seq lens and the output are moved for every row."""
+    longer row must read the key and scale of each token it reaches (132 bytes; a token reached by
+    several rows of one sequence counts once), its query and weights, and score each of its tokens
+    (2 x 64 heads x 128 FLOPs). Seq lens and the output are moved for every row."""
     sl = inputs["seq_lens"].to(torch.int64)
     table = inputs["block_table"].to(torch.int64)
     b = int(sl.numel())
-    pages_per_row = (sl + PAGE - 1) // PAGE
     cols = torch.arange(table.shape[1], device=table.device)
-    reached = cols[None, :] < pages_per_row[:, None]
+    in_page = (sl[:, None] - PAGE * cols[None, :]).clamp(0, PAGE)  # [B, M]: tokens of each page a row reaches
     long_rows = sl > TOPK
-    pages = int(torch.unique(table[reached & long_rows[:, None]]).numel())
+    # Distinct tokens the long rows reach: per page, the most of its slots any long row uses.
+    n_pages = inputs["k_index_cache_fp8"].shape[0]
+    used = torch.zeros(max(1, n_pages), dtype=torch.int64, device=table.device)
+    hit = (in_page > 0) & long_rows[:, None]
+    used.scatter_reduce_(0, table[hit].clamp(0, max(0, n_pages - 1)), in_page[hit], "amax")
     n_long = int(long_rows.sum())
-    nbytes = (pages * PAGE * (DIM + 4) + n_long * (HEADS * DIM + HEADS * 4) + b * 4
-              + int(reached.sum()) * 4 + b * TOPK * 4)
+    nbytes = (int(used.sum()) * (DIM + 4) + n_long * (HEADS * DIM + HEADS * 4) + b * 4
+              + int((in_page > 0).sum()) * 4 + b * TOPK * 4)
     return {"bytes": nbytes, "flops": int(sl[long_rows].sum()) * HEADS * DIM * 2,
-            "rule": "rows over 2048 tokens: each page reached x 8448 B + query + weights, FLOPs 2 x 64 x 128 "
+            "rule": "rows over 2048 tokens: each token reached x 132 B + query + weights, FLOPs 2 x 64 x 128 "
                     "per token; every row: its block table entries + seq_len + output"}
