@@ -119,11 +119,11 @@ def test_the_script_writes_the_committed_sets_from_its_seed(tmp_path):
 
 def test_the_ps1_sets_are_the_ps64_sets_in_tokens():
     for name in ("workloads.jsonl", "workloads_long.jsonl"):
-        a, b = lines(EXAMPLES / SA / ("workloads.jsonl" if name == "workloads.jsonl" else "workloads_long.jsonl")), \
-            lines(VARIANT / name)
+        a, b = lines(EXAMPLES / SA / name), lines(VARIANT / name)
         assert len(a) == len(b) and all(x["definition"] == PS1 for x in b)
         for x, y in zip(a, b):
-            assert y["workload"]["axes"] == {**x["workload"]["axes"], "num_pages": 64 * x["workload"]["axes"]["num_pages"]}
+            ax = x["workload"]["axes"]
+            assert y["workload"]["axes"] == {**ax, "num_pages": 64 * ax["num_pages"]}
             assert y["workload"].get("layout") == x["workload"].get("layout")
     if SHARED.is_dir():  # the variant's definition is FlashInfer-Bench's own
         shared = json.loads((SHARED / "definitions" / "dsa_paged" / f"{PS1}.json").read_text())
@@ -183,7 +183,8 @@ def test_indexer_generator_uses_the_lines_seq_lens():
     wl = dict(workloads(EXAMPLES / IX / "workloads.jsonl")[0])
     wl["layout"] = {"seq_lens": [5000] * wl["axes"]["batch_size"]}  # more than max_num_pages holds
     with pytest.raises(jinputs.HarnessFailure, match="max_num_pages"):
-        jinputs.make_inputs(jinputs.Inputs({"definition": definition(EXAMPLES / IX)}, "cpu", load_gen(IX)), wl, 0, False)
+        maker = jinputs.Inputs({"definition": definition(EXAMPLES / IX)}, "cpu", load_gen(IX))
+        jinputs.make_inputs(maker, wl, 0, False)
 
 
 # --- init: the default sets, the named long set, the ps1 variant with no user code ---------------
