@@ -24,13 +24,59 @@ DEFAULT_VAR_VALUES = (1, 16, 128)
 Say = Callable[[str], None]
 
 
+DEFAULT_SET = "default"  # workloads.jsonl; another set NAME is workloads_NAME.jsonl beside it
+
+
 def examples() -> list[str]:
+    """The bundled targets, and the definitions they also serve (variants/<name>/: another page size)."""
     root = resources.files("autogk_git.examples")
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "definition.json").is_file())
+    found = []
+    for p in root.iterdir():
+        if p.is_dir() and (p / "definition.json").is_file():
+            found.append(p.name)
+            v = p / "variants"
+            found += [q.name for q in v.iterdir() if (q / "definition.json").is_file()] if v.is_dir() else []
+    return sorted(found)
 
 
 def example_dir(name: str) -> Path:
     return Path(str(resources.files("autogk_git.examples").joinpath(name)))
+
+
+def bundled(name: str) -> tuple[Path, Path] | None:
+    """(the example folder whose generator, kernel and program notes serve definition `name`, the folder
+    holding that definition and its workload sets): the same folder for a bundled target, its
+    variants/<name>/ for a variant (the ps1 sparse attention is served by the ps64 target's generator,
+    which reads the page size from the definition). None when autogk bundles nothing for it."""
+    root = resources.files("autogk_git.examples")
+    for p in root.iterdir():
+        if not p.is_dir() or not (p / "definition.json").is_file():
+            continue
+        if p.name == name:
+            return Path(str(p)), Path(str(p))
+        v = p / "variants" / name
+        if (v / "definition.json").is_file():
+            return Path(str(p)), Path(str(v))
+    return None
+
+
+def workload_sets(folder: Path) -> dict[str, Path]:
+    """{set name: file} of a bundled definition: `default` is workloads.jsonl, NAME is workloads_NAME.jsonl."""
+    sets = {DEFAULT_SET: folder / "workloads.jsonl"} if (folder / "workloads.jsonl").is_file() else {}
+    sets.update((f.name[len("workloads_"):-len(".jsonl")], f) for f in sorted(folder.glob("workloads_*.jsonl")))
+    return sets
+
+
+def workload_set_file(folder: Path, definition_name: str, set_name: str | None) -> Path:
+    """The file of a bundled definition's workload set (None: the default); an unknown name is an
+    error listing the sets there are."""
+    sets = workload_sets(folder)
+    name = set_name or DEFAULT_SET
+    if name not in sets:
+        raise AutogkError(f"the bundled {definition_name} has no workload set '{name}'",
+                          f"its sets: {', '.join(sets)}; pass one as --workload-set NAME (without it: "
+                          f"{DEFAULT_SET}), or your own file as --workloads FILE")
+    return sets[name]
 
 
 def is_sampling(definition: dict[str, Any]) -> bool:
@@ -207,26 +253,36 @@ def load_definition(definition_file: Path) -> dict[str, Any]:
 
 
 def prepare(definition_file: Path | None, workloads_file: Path | None, example: str | None, name: str | None,
-            say: Say, blobs_dir: Path | None = None) -> Source:
-    """Read and check the definition (or bundled example), the target name and the workloads with their blobs."""
+            say: Say, blobs_dir: Path | None = None, workload_set: str | None = None) -> Source:
+    """Read and check the definition (or bundled example), the target name and the workloads with their
+    blobs; workload_set names one of a bundled definition's workload sets (None: its default)."""
     if bool(definition_file) == bool(example):
         raise AutogkError("give exactly one of --definition FILE or --example NAME",
                           f"bundled examples: {', '.join(examples())}")
+    if workload_set and workloads_file:
+        raise AutogkError("give --workloads FILE or --workload-set NAME, not both",
+                          "--workload-set picks one of a bundled target's own sets; --workloads is your file")
     src_dir = None
     if example:
-        if example not in examples():
+        found = bundled(example)
+        if found is None:
             raise AutogkError(f"no bundled example '{example}'", f"bundled examples: {', '.join(examples())}")
-        src_dir = example_dir(example)
-        definition_file = src_dir / "definition.json"
-        workloads_file = workloads_file or src_dir / "workloads.jsonl"
+        src_dir, home = found
+        definition_file = home / "definition.json"
+        workloads_file = workloads_file or workload_set_file(home, example, workload_set)
     definition = load_definition(definition_file)
-    if src_dir is None and definition["name"] in examples():
+    found = bundled(definition["name"]) if src_dir is None else None
+    if found is not None:
         # A definition autogk bundles: its generator (valid indices, packed caches), compare rules,
         # workloads and Triton starting kernel come with it, so no user code is needed.
-        src_dir = example_dir(definition["name"])
-        say(f"{definition['name']} is a bundled target: using its input generator, compare rules, starting kernel"
-            + ("" if workloads_file else " and workloads"))
-        workloads_file = workloads_file or src_dir / "workloads.jsonl"
+        src_dir, home = found
+        what = "bundled target" if src_dir == home else f"variant of the bundled target {src_dir.name}"
+        say(f"{definition['name']} is a {what}: using its input generator, compare rules, starting kernel"
+            + ("" if workloads_file else f" and workloads (set '{workload_set or DEFAULT_SET}')"))
+        workloads_file = workloads_file or workload_set_file(home, definition["name"], workload_set)
+    elif src_dir is None and workload_set:
+        raise AutogkError(f"--workload-set {workload_set}: {definition['name']} is not a bundled target, so it has no "
+                          "workload sets", "pass your workloads as --workloads FILE (without it: 3 made-up ones)")
     tname = name or definition["name"]
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tname):
         raise AutogkError(f"target name '{tname}' has characters git refs cannot carry", "pass --name NAME")

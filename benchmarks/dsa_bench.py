@@ -11,7 +11,7 @@ top-k set by score for the indexer) on two input sets, then time
 The floor is max(bytes that must move / measured copy bandwidth, FLOPs / measured matmul rate):
 attention moves every distinct selected cache row once, the indexer every page its rows reach.
 
-    python benchmarks/dsa_bench.py [--targets sa,ix] [--reps 50] [--out FILE.json] [--worker]
+    python benchmarks/dsa_bench.py [--targets sa,ix] [--workload-set default|long] [--reps 50] [--out FILE.json] [--worker]
 
 --worker also runs autogk's own bench worker (correctness, every workload) on the same targets.
 Needs torch, triton and a CUDA GPU; nothing else (not the autogk CLI, not git).
@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from autogk_git.bench.judge import rules  # noqa: E402
 
 EXAMPLES = ROOT / "autogk_git" / "examples"
+WORKLOAD_SET = "default"  # --workload-set
 TARGETS = {"sa": "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
            "ix": "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"}
 
@@ -202,7 +203,8 @@ def bench_target(key: str, reps: int, ceil: dict, flush: Flush, overrides: dict,
         setattr(ker, name, value)
     ref = reference_fn(definition)
     declared = rules.declared(gen)
-    wls = [json.loads(line)["workload"] for line in (d / "workloads.jsonl").read_text().splitlines() if line.strip()]
+    wfile = d / ("workloads.jsonl" if WORKLOAD_SET == "default" else f"workloads_{WORKLOAD_SET}.jsonl")
+    wls = [json.loads(line)["workload"] for line in wfile.read_text().splitlines() if line.strip()]
     rows = []
     for i, wl in enumerate(wls):
         if only is not None and i not in only:
@@ -212,7 +214,7 @@ def bench_target(key: str, reps: int, ceil: dict, flush: Flush, overrides: dict,
         t0 = time.perf_counter()
         try:
             for seed in (1, 2):
-                inp = gen.generate(dict(axes), definition, seed, "cuda")
+                inp = gen.generate(dict(axes), definition, seed, "cuda", workload=wl)  # its layout
                 args = [inp[n] for n in definition["inputs"]]
                 with torch.no_grad():
                     want = ref(*args)
@@ -285,6 +287,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--workload-set", default="default", help="default (contest-shaped, workloads.jsonl) or long "
+                    "(workloads_long.jsonl)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY.NAME=VALUE",
                     help="override a kernel tunable, e.g. ix.FP8_DOT=False")
     ap.add_argument("--only", help="workload numbers (0-based, in file order), e.g. 3,4")
@@ -294,6 +298,8 @@ def main() -> None:
                          "defaults are always a variant)")
     ap.add_argument("--no-ceilings", action="store_true", help="use device.md's H200 figures instead")
     args = ap.parse_args()
+    global WORKLOAD_SET
+    WORKLOAD_SET = args.workload_set
     import ast
     overrides: dict = {k: {} for k in TARGETS}
     for item in args.set:

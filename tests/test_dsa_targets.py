@@ -36,8 +36,8 @@ def definition(target: str) -> dict:
     return json.loads((EXAMPLES / target / "definition.json").read_text())
 
 
-def workloads(target: str) -> list[dict]:
-    return [json.loads(line)["workload"] for line in (EXAMPLES / target / "workloads.jsonl").read_text().splitlines()]
+def workloads(target: str, file: str = "workloads.jsonl") -> list[dict]:
+    return [json.loads(line)["workload"] for line in (EXAMPLES / target / file).read_text().splitlines()]
 
 
 def axes_of(target: str, wl_axes: dict) -> dict:
@@ -51,17 +51,18 @@ def reference(target: str):
     return ns["run"]
 
 
-def test_definitions_are_the_shared_ones_and_workloads_span_decode_prefill_and_cpu():
+def test_definitions_are_the_shared_ones_and_long_workloads_span_decode_prefill_and_cpu():
     for target in (SA, IX):
         if SHARED.is_dir():
             shared = SHARED / "definitions" / "dsa_paged" / f"{target}.json"
             assert definition(target) == json.loads(shared.read_text())
-        wls = workloads(target)
+        wls = workloads(target, "workloads_long.jsonl")  # the long set (the default is contest-shaped)
         rows = [w["axes"].get("num_tokens", w["axes"].get("batch_size")) for w in wls]
         assert min(rows) == 1 and max(rows) >= 2048
         assert sum(numel(definition(target), w) <= CPU_MAX_NUMEL for w in wls) >= 3
     sa = load(SA, "inputs.py")
-    contexts = [c for w in workloads(SA) for c in sa.layout(w["axes"]["num_tokens"], w["axes"]["num_pages"])[2]]
+    contexts = [c for w in workloads(SA, "workloads_long.jsonl")
+                for c in sa.layout(w["axes"]["num_tokens"], w["axes"]["num_pages"])[2]]
     assert min(contexts) < 2048 and max(contexts) > 120_000  # padded rows and ~128K contexts
 
 
@@ -298,7 +299,7 @@ for line in open(f"{root}/{target}/workloads.jsonl"):
     if total > (1 << 20):
         continue
     axes = {**consts, **wl["axes"]}
-    x = gen.generate(dict(axes), d, 5, "cpu")
+    x = gen.generate(dict(axes), d, 5, "cpu", workload=wl)
     args = [x[n] for n in d["inputs"]]
     want = ns["run"](*args)
     want = want if isinstance(want, tuple) else (want,)

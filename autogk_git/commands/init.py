@@ -22,11 +22,11 @@ from autogk_git.record import refs, sharing
 
 def do_init(path: Path, definition_file: Path | None, workloads_file: Path | None, example: str | None,
             trunk: str | None, name: str | None, check: bool, say, blobs_dir: Path | None = None,
-            kernel_file: Path | None = None, here: bool = False) -> dict[str, Any]:
+            kernel_file: Path | None = None, here: bool = False, workload_set: str | None = None) -> dict[str, Any]:
     # Every input is checked before anything is written; whatever is written is undone on any refusal
     # after that (an incorrect starting kernel included): a refused init leaves no folder, repository,
     # commit, hook or setting behind.
-    source = scaffold.prepare(definition_file, workloads_file, example, name, say, blobs_dir)
+    source = scaffold.prepare(definition_file, workloads_file, example, name, say, blobs_dir, workload_set)
     undo = Undo(path)
     try:
         return _init(path, source, trunk, check, say, kernel_file, here, undo)
@@ -270,6 +270,9 @@ def install_hooks(top: Path, say) -> None:
 @click.option("--blobs", "blobs_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="where the workloads' safetensors blobs live (a flashinfer-trace dataset's root)")
 @click.option("--example", help="a bundled example target, e.g. rmsnorm_h4096")
+@click.option("--workload-set", "workload_set",
+              help="which of a bundled target's workload sets to use (default: 'default'; the DSA targets also "
+                   "have 'long', long contexts)")
 @click.option("--kernel", "kernel_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="start from your own Triton kernel (a .py file with run(inputs..., outputs...)) "
                    "instead of the definition's reference")
@@ -280,10 +283,11 @@ def install_hooks(top: Path, say) -> None:
 @click.option("--check/--no-check", default=True, show_default=True,
               help="check the starting kernel's correctness after committing")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON summary")
-def init(path, definition_file, workloads_file, blobs_dir, example, kernel_file, trunk, name, here, check, as_json) -> int:
+def init(path, definition_file, workloads_file, blobs_dir, example, workload_set, kernel_file, trunk, name, here, check,
+         as_json) -> int:
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     info = do_init(path or Path.cwd(), definition_file, workloads_file, example, trunk, name, check, say,
-                   blobs_dir=blobs_dir, kernel_file=kernel_file, here=here)
+                   blobs_dir=blobs_dir, kernel_file=kernel_file, here=here, workload_set=workload_set)
     if as_json:
         click.echo(json.dumps(info, indent=1))
     return 0

@@ -1,8 +1,12 @@
 """How far from the limit: each workload's floor and a kernel's share of it, out of one result note.
 
-The judge times every workload against a floor: the bytes a correct kernel must move (outputs once,
-inputs once, or only the integer inputs of a gathering definition: bench/judge/inputs.floor_bytes)
-over the device-to-device copy bandwidth it measured that day. It writes `floor_us` beside each timed
+The judge times every workload against a floor: the bytes a correct kernel must move over the
+device-to-device copy bandwidth it measured that day. The bytes are the target's own formula when its
+inputs.py declares `floor(inputs, axes, definition)` (computed from an actual input set: the rows a
+gathering kernel's indices touch, the FLOPs it cannot skip), else the generic rule (outputs once,
+inputs once, or only the integer inputs of a gathering definition); bench/judge/inputs.floor_of, and
+each workload's `floor_rule` says which. FLOPs are recorded (`floor_flops`), not turned into time: the
+judge measures no matmul rate. It writes `floor_us` beside each timed
 candidate's latency. A kernel's share of its floor is floor_us / latency_us: 1.0 would be a kernel
 that moves its bytes as fast as a plain copy; 0.5 takes twice that long. Untimed results (the CPU
 interpreter) have no floor, and say so by returning None.
@@ -18,18 +22,23 @@ def _num(x: Any) -> bool:
 
 
 def of(result: dict[str, Any]) -> dict[str, Any] | None:
-    """{workloads: {uuid: {floor_us, latency_us, share, parent_latency_us, parent_share}}, min_share,
-    worst, parent_min_share, parent_worst, bandwidth_gbs, rule} from the ab stage; None without a floor."""
+    """{workloads: {uuid: {floor_us, floor_bytes, floor_flops, latency_us, share, parent_latency_us,
+    parent_share}}, min_share, worst, parent_min_share, parent_worst, bandwidth_gbs, rule} from the ab
+    stage (rule: the workloads' floor rules, distinct ones joined by " | "); None without a floor."""
     ab = ((result.get("stages") or {}).get("ab") or {})
     labels = ab.get("workloads") or {}
     cand, par = labels.get("candidate") or {}, labels.get("parent") or {}
     rows: dict[str, dict[str, Any]] = {}
-    rule = ""
+    rules: list[str] = []
     for u, c in cand.items():
         if not _num(c.get("floor_us")):
             continue
         row: dict[str, Any] = {"floor_us": round(float(c["floor_us"]), 4)}
-        rule = rule or str(c.get("floor_rule") or "")
+        for k in ("floor_bytes", "floor_flops"):
+            if _num(c.get(k)):
+                row[k] = int(c[k])
+        if c.get("floor_rule") and str(c["floor_rule"]) not in rules:
+            rules.append(str(c["floor_rule"]))
         if _num(c.get("latency_us")):
             row.update(latency_us=float(c["latency_us"]), share=round(c["floor_us"] / c["latency_us"], 4))
         p = par.get(u) or {}
@@ -38,7 +47,8 @@ def of(result: dict[str, Any]) -> dict[str, Any] | None:
         rows[u] = row
     if not rows:
         return None
-    out: dict[str, Any] = {"workloads": rows, "bandwidth_gbs": (ab.get("ab") or {}).get("bandwidth_gbs"), "rule": rule}
+    out: dict[str, Any] = {"workloads": rows, "bandwidth_gbs": (ab.get("ab") or {}).get("bandwidth_gbs"),
+                           "rule": " | ".join(rules)}
     for key, prefix in (("share", ""), ("parent_share", "parent_")):
         have = {u: r[key] for u, r in rows.items() if key in r}
         if have:
@@ -85,7 +95,7 @@ def trunk_shares(history: list[dict[str, Any]], tip: str | None = None, merged: 
         if shares:
             worst = min(shares, key=shares.get)
             return {"shares": shares, "min_share": shares[worst], "worst": worst, "experiment": r.get("experiment"),
-                    "workloads": fl["workloads"], "bandwidth_gbs": fl.get("bandwidth_gbs")}
+                    "workloads": fl["workloads"], "bandwidth_gbs": fl.get("bandwidth_gbs"), "rule": fl.get("rule", "")}
     return None
 
 
@@ -95,8 +105,9 @@ def prompt_lines(history: list[dict[str, Any]]) -> list[str]:
     if not tr:
         return []
     bw = f" over the measured copy bandwidth ({tr['bandwidth_gbs']:.0f} GB/s)" if _num(tr.get("bandwidth_gbs")) else ""
+    rule = f" (floor rule: {tr['rule']})" if tr.get("rule") else ""
     lines = [f"How far from the limit (the trunk's kernel as last measured, experiment #{tr['experiment']}): each "
-             f"workload's floor is the bytes it must move{bw}; share = floor / latency (1.0 = copy speed).",
+             f"workload's floor is the bytes it must move{bw}; share = floor / latency (1.0 = copy speed){rule}.",
              "| workload | floor_us | trunk latency_us | share of floor |", "| --- | --- | --- | --- |"]
     for u, s in sorted(tr["shares"].items(), key=lambda kv: kv[1])[:20]:
         w = tr["workloads"][u]

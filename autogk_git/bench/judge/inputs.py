@@ -79,7 +79,9 @@ class Inputs:
         gen = torch.Generator(device=self.device if on_device else "cpu").manual_seed(seed)
         provided = {}
         if self.gen_module is not None:
-            provided = self.gen_module.generate(dict(axes), self.definition, seed, self.device) or {}
+            # A generator that takes the workload reads its own fields (a `layout` the axes cannot carry).
+            more = {"workload": dict(workload)} if takes_workload(self.gen_module.generate) else {}
+            provided = self.gen_module.generate(dict(axes), self.definition, seed, self.device, **more) or {}
         values = []
         for name, spec in self.definition["inputs"].items():
             wspec = workload.get("inputs", {}).get(name, {"type": "random"})
@@ -98,6 +100,15 @@ class Inputs:
                     v = random_tensor(shape, spec["dtype"], gen, self.device)
             values.append(v)
         return values
+
+
+def takes_workload(generate) -> bool:
+    """generate(axes, definition, seed, device, workload): the workload object as a fifth argument."""
+    import inspect
+    try:
+        return "workload" in inspect.signature(generate).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def make_inputs(inputs: Inputs, wl: dict, seed: int, on_device: bool = True) -> list:
@@ -157,7 +168,8 @@ def tensor_bytes(definition: dict, axes: dict, section: str) -> dict[str, int]:
 
 
 def floor_bytes(definition: dict, axes: dict) -> tuple[int, str]:
-    """Bytes a correct kernel must move at least, and the rule used.
+    """Bytes a correct kernel must move at least, and the rule used: the generic rule, for targets whose
+    inputs.py declares no floor (see floor_of).
 
     Every output is written once. Inputs are read once, unless the definition has integer inputs
     (indices, page tables): then the kernel may gather only part of its float inputs, so only the
@@ -168,3 +180,37 @@ def floor_bytes(definition: dict, axes: dict) -> tuple[int, str]:
     if ints:
         return outs + sum(ints.values()), "outputs + integer inputs (gathering definition)"
     return outs + sum(ins.values()), "outputs + inputs, each once"
+
+
+def floor_of(definition: dict, axes: dict, gen_module=None, make=None) -> dict:
+    """{bytes, flops, rule} a correct kernel cannot avoid on one workload.
+
+    A target's inputs.py may declare `floor(inputs, axes, definition)` -> {"bytes", "flops", "rule"},
+    computed from an actual input set ({name: value}, which make() returns as a list in the
+    definition's order): a gathering kernel's bytes are the rows its indices touch, which only the
+    inputs say. Its layout is fixed per workload, so any one input set gives the same floor. Without
+    one (or when it fails: the failure is named in the rule) the generic floor_bytes rule applies;
+    `rule` says which was used. FLOPs are None under the generic rule."""
+    declared = getattr(gen_module, "floor", None) if gen_module is not None else None
+    failed = ""
+    if callable(declared) and make is not None:
+        try:
+            got = declared(dict(zip(definition["inputs"], make())), dict(axes), definition)
+            nbytes, flops = int(got["bytes"]), got.get("flops")
+            if nbytes < 0 or flops is not None and int(flops) < 0:
+                raise ValueError(f"negative floor {got!r:.80}")
+            return {"bytes": nbytes, "flops": None if flops is None else int(flops),
+                    "rule": f"inputs.py floor: {got.get('rule') or 'declared by the target'}"}
+        except Exception as e:  # noqa: BLE001 - a broken formula must not stop the judge: the generic rule stands
+            failed = f" (inputs.py floor failed: {short_tb(e)[:200]})"
+    nbytes, rule = floor_bytes(definition, axes)
+    return {"bytes": nbytes, "flops": None, "rule": rule + failed}
+
+
+def floor_record(job: dict, inputs: Inputs, wl_index: int, wl: dict, bandwidth: float) -> dict:
+    """One timed workload's floor fields: floor_us (its bytes over the measured copy bandwidth, B/s),
+    floor_rule, floor_bytes, floor_flops. A declared formula reads an input set drawn as trial 0's."""
+    fl = floor_of(job["definition"], resolve_axes(job["definition"], wl), inputs.gen_module,
+                  lambda: make_inputs(inputs, wl, trial_seed(job, wl_index, 0)))
+    return {"floor_us": fl["bytes"] / bandwidth * 1e6, "floor_rule": fl["rule"], "floor_bytes": fl["bytes"],
+            "floor_flops": fl["flops"]}

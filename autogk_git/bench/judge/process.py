@@ -37,7 +37,7 @@ import torch
 from . import hygiene, stats
 from .calls import short_tb, warm_profiler
 from .checks import SharedRefs, check_all, set_target
-from .inputs import Inputs, floor_bytes, load_reference, resolve_axes
+from .inputs import Inputs, floor_record, load_reference
 from .kernels import LIMITS, end_children, import_files, ready_kernels, start_kernels
 from .profiling import profiled
 from .rounds import PHASES, TimedKernel, phase, timed_rounds
@@ -181,9 +181,9 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
             c.update(reference_latency_us=base_lat, reference_host_latency_us=stats.median(f["host_reference"]),
                      speedup_vs_reference=base_lat / max(c["latency_us"], 1e-9))
         if timer_bw:
-            nb, rule = floor_bytes(job["definition"], resolve_axes(job["definition"], wl))
-            floor_us = nb / timer_bw * 1e6
-            c.update(floor_us=floor_us, floor_rule=rule)
+            fr = floor_record(job, inputs, i, wl, timer_bw)
+            nb, floor_us = fr["floor_bytes"], fr["floor_us"]
+            c.update(fr)
             if c["latency_us"] < float(settings.get("floor_margin", 0.9)) * floor_us:
                 c.update(status=Status.BELOW_FLOOR,
                          message=f"{c['latency_us']:.3f} us is below the physical floor {floor_us:.3f} us "

@@ -1,19 +1,31 @@
-"""Valid inputs for DSA sparse attention (DeepSeek-V3.2, 16 heads per TP-8 rank, page size 64).
+"""Valid inputs for DSA sparse attention (DeepSeek-V3.2, 16 heads per TP-8 rank, page size 64 or 1).
 
-generate(axes, definition, seed, device) makes one input set: a paged KV pool whose pages are
-scattered over the sequences, and per query token up to 2048 distinct selected KV entries, each
-reachable inside that token's causal context, padded with -1 only when the context is shorter
-than 2048 tokens. The layout (how many sequences, their lengths) depends on the axes alone, so
-every trial of a workload does the same amount of work; the values, the page scatter and the
-selection depend on the seed too.
+generate(axes, definition, seed, device, workload) makes one input set: a paged KV pool whose pages
+are scattered over the sequences, and per query token up to 2048 distinct selected KV entries, padded
+with -1. The layout (how many valid entries per token, in which runs) is fixed per workload, so every
+trial of a workload does the same amount of work; the values and where in the pool the entries lie
+depend on the seed too.
 
-Layout rule (num_tokens T, pool of num_pages P pages of 64 tokens):
-- decode, when T <= 256 and T <= P: T sequences, one query token each (its last token), the pool's
-  pages shared among them in uneven, fixed proportions;
-- prefill otherwise: one sequence filling the pool (64 P tokens), the T query tokens are its last T,
-  token t seeing the first 64 P - T + t + 1 tokens (at least one).
+Ids are token positions in the flattened pool (`page * page_size + slot`); the layout is made in
+blocks of 64 tokens (one page at page size 64, 64 pages at page size 1), so a workload of P pages
+at page size 64 and one of 64 P pages at page size 1 get the same ids from the same seed.
+
+Two layout rules:
+- the workload line's own `layout`: {"runs": [[run lengths of token 0], [of token 1], ...]}, one list
+  per query token. Each run is that many consecutive ids starting at a block boundary, on
+  consecutive blocks; runs never share a block; the row holds its runs in order, then -1. This is how
+  the contest-shaped set (workloads.jsonl, made by scripts/dsa_contest_workloads.py) carries its
+  per-token valid counts, which the axes cannot: several of its workloads have the same axes.
+- without one, the layout follows from the axes alone (num_tokens T, a pool of B blocks):
+  - decode, when T <= 256 and T <= B: T sequences, one query token each (its last token), the pool's
+    blocks shared among them in uneven, fixed proportions;
+  - prefill otherwise: one sequence filling the pool (64 B tokens), the T query tokens are its last T,
+    token t seeing the first 64 B - T + t + 1 tokens (at least one).
+  Each token selects min(2048, context) distinct entries of its context, in random order.
 
 Both outputs are judged within tolerance: `output` (bf16) and the base-2 `lse` (float32).
+`floor(inputs, axes, definition)` gives the bytes and FLOPs a correct kernel cannot avoid on these
+inputs (the judge's floor report uses it).
 """
 from __future__ import annotations
 
@@ -82,7 +94,8 @@ def _scatter_pages(pages: list[int], num_pages: int, gen: torch.Generator, devic
 
 
 def sparse_indices(num_tokens: int, num_pages: int, gen: torch.Generator, device: str) -> torch.Tensor:
-    """[T, 2048] int32 ids page * 64 + slot, distinct per row, inside the row's context, -1 after."""
+    """[T, 2048] int32 ids block * 64 + slot, distinct per row, inside the row's context, -1 after
+    (the axes' rule; num_pages counts blocks of 64 tokens)."""
     t, p = int(num_tokens), int(num_pages)
     pages, seq_of, ctx = layout(t, p)
     if not t or not p:
@@ -95,8 +108,57 @@ def sparse_indices(num_tokens: int, num_pages: int, gen: torch.Generator, device
     return torch.where(pos >= 0, page * PAGE + pos % PAGE, torch.full_like(pos, -1)).to(torch.int32).contiguous()
 
 
-def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
+def check_runs(runs, num_tokens: int, num_blocks: int) -> list[list[int]]:
+    """The workload's `layout.runs`, checked against its axes: one list per token, positive lengths, at
+    most 2048 ids a token, blocks enough in the pool. A ValueError says what is wrong with the line."""
+    if not isinstance(runs, list) or len(runs) != num_tokens:
+        raise ValueError(f"layout.runs needs one list of run lengths per token ({num_tokens}), got "
+                         f"{len(runs) if isinstance(runs, list) else type(runs).__name__}")
+    out = []
+    for t, row in enumerate(runs):
+        if not isinstance(row, list) or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in row):
+            raise ValueError(f"layout.runs[{t}] must be a list of positive integers, got {row!r:.60}")
+        if sum(row) > TOPK:
+            raise ValueError(f"layout.runs[{t}] holds {sum(row)} ids, more than topk {TOPK}")
+        out.append(list(row))
+    need = sum(-(-n // PAGE) for row in out for n in row)
+    if need > num_blocks:
+        raise ValueError(f"layout.runs needs {need} blocks of {PAGE} tokens, the pool has {num_blocks}")
+    return out
+
+
+def run_indices(runs: list[list[int]], num_blocks: int, gen: torch.Generator, device: str) -> torch.Tensor:
+    """[T, 2048] int32: row t holds its runs of consecutive ids in order, then -1. Each run starts at a
+    block boundary and covers ceil(length / 64) consecutive blocks; runs never share a block. Where
+    the runs lie is drawn uniformly from the non-overlapping placements (the seed's part)."""
+    t = len(runs)
+    out = torch.full((t, TOPK), -1, dtype=torch.int32, device=device)
+    flat = [(row, n) for row, lengths in enumerate(runs) for n in lengths]
+    if not flat:
+        return out
+    sizes = torch.tensor([-(-n // PAGE) for _, n in flat], dtype=torch.int64)
+    free = num_blocks - int(sizes.sum())
+    # A uniform placement of R runs in a line of blocks: the runs in random order, with R sorted
+    # draws of 0..free as the empty blocks before each.
+    order = torch.randperm(len(flat), generator=gen, device=gen.device).cpu()
+    gaps = torch.sort(torch.randint(0, free + 1, (len(flat),), generator=gen, device=gen.device).cpu()).values
+    starts = torch.empty(len(flat), dtype=torch.int64)
+    starts[order] = gaps + torch.cumsum(sizes[order], 0) - sizes[order]
+    fill = [0] * t
+    for (row, n), b in zip(flat, starts.tolist()):
+        out[row, fill[row]:fill[row] + n] = torch.arange(b * PAGE, b * PAGE + n, dtype=torch.int32, device=device)
+        fill[row] += n
+    return out
+
+
+def page_size(definition: dict) -> int:
+    return int(definition["axes"]["page_size"]["value"])
+
+
+def generate(axes: dict, definition: dict, seed: int, device: str, workload: dict | None = None) -> dict:
     t, p = int(axes["num_tokens"]), int(axes["num_pages"])
+    ps = page_size(definition)
+    blocks = p * ps // PAGE  # whole blocks of 64 tokens in the pool: ids never reach a partial one
     gen = torch.Generator(device=device).manual_seed(int(seed))
 
     def normal(*shape: int) -> torch.Tensor:
@@ -106,9 +168,29 @@ def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
     # RMSNorm weights) the scaled logits spread with a standard deviation near 2: a peaked softmax over
     # 2048 entries, so a kernel that gets the softmax wrong cannot pass by averaging.
     channel = torch.exp(0.5 * normal(D_CKV))
-    ckv = (normal(p, PAGE, D_CKV) * channel).to(torch.bfloat16)
-    kpe = normal(p, PAGE, D_KPE).to(torch.bfloat16)
+    ckv = (normal(p, ps, D_CKV) * channel).to(torch.bfloat16)
+    kpe = normal(p, ps, D_KPE).to(torch.bfloat16)
     q_nope = normal(t, HEADS, D_CKV).to(torch.bfloat16)
     q_pe = normal(t, HEADS, D_KPE).to(torch.bfloat16)
+    runs = ((workload or {}).get("layout") or {}).get("runs")
+    if runs is not None:
+        idx = run_indices(check_runs(runs, t, blocks), blocks, gen, device)
+    else:
+        idx = sparse_indices(t, blocks, gen, device)
     return {"q_nope": q_nope, "q_pe": q_pe, "ckv_cache": ckv, "kpe_cache": kpe,
-            "sparse_indices": sparse_indices(t, p, gen, device), "sm_scale": SM_SCALE}
+            "sparse_indices": idx, "sm_scale": SM_SCALE}
+
+
+def floor(inputs: dict, axes: dict, definition: dict) -> dict:
+    """What a correct kernel must move and compute on these inputs: every distinct selected cache row
+    once (512 + 64 bf16), the queries, the indices, both outputs; 2 x 16 heads x (576 + 512) FLOPs per
+    valid index (the logits, then the weighted sum of the latent). Padding costs nothing."""
+    idx = inputs["sparse_indices"]
+    valid = idx[idx >= 0]
+    rows = int(torch.unique(valid).numel())
+    t = int(idx.shape[0])
+    nbytes = (rows * (D_CKV + D_KPE) * 2 + t * HEADS * (D_CKV + D_KPE) * 2 + idx.numel() * 4
+              + t * HEADS * (D_CKV * 2 + 4))
+    return {"bytes": nbytes, "flops": int(valid.numel()) * HEADS * 2 * (D_CKV + D_KPE + D_CKV),
+            "rule": "distinct selected KV rows x 1152 B + queries + indices + outputs; "
+                    "FLOPs 2 x 16 x 1088 per valid index"}

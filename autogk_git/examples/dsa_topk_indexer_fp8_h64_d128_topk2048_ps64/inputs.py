@@ -1,22 +1,30 @@
 """Valid inputs and the top-k judging rule for the DSA indexer (DeepSeek-V3.2, FP8, page size 64).
 
-generate(axes, definition, seed, device) makes one input set: FP8 queries quantized per (token,
+generate(axes, definition, seed, device, workload) makes one input set: FP8 queries quantized per (token,
 head), the FP8 key cache with one float32 scale per token packed in the definition's byte layout
 (per page: 64 x 128 FP8 bytes, then 64 float32 scales), head weights folded as the serving engine
 folds them, sequence lengths, and block tables that scatter each sequence's pages over the pool.
 The layout depends on the axes alone (every trial does the same work); values and the page
 scatter depend on the seed too.
 
-Layout rule (batch_size B, max_num_pages M, pool of num_pages P pages):
-- decode, when B <= 256 and B <= P: B sequences, one row each, of uneven fixed lengths, the
-  longest filling M pages, all drawn from the pool without repeats;
-- prefill otherwise: one sequence of M pages (64 M tokens), the B rows are its last B tokens, row b
-  seeing the first 64 M - B + b + 1 tokens (at least one).
-Axes serving cannot produce (M > P, more rows than tokens) still get valid data.
+Two layout rules (batch_size B, max_num_pages M, pool of num_pages P pages):
+- the workload line's own `layout`: {"seq_lens": [one length per row]}: B sequences of those
+  lengths, one row each, their pages drawn from the pool without repeats. This is how the
+  contest-shaped set (workloads.jsonl, made by scripts/dsa_contest_workloads.py) carries its
+  per-row lengths, which the axes cannot.
+- without one, the layout follows from the axes alone:
+  - decode, when B <= 256 and B <= P: B sequences, one row each, of uneven fixed lengths, the
+    longest filling M pages, all drawn from the pool without repeats;
+  - prefill otherwise: one sequence of M pages (64 M tokens), the B rows are its last B tokens, row b
+    seeing the first 64 M - B + b + 1 tokens (at least one).
+  Axes serving cannot produce (M > P, more rows than tokens) still get valid data.
 Block table entries past a row's pages are 0 (a real page: using them is caught as unreachable).
 
 `topk_indices` is judged as a top-k set by score (see autogk_git/bench/rules.py, topk_set):
 row_scores gives every token id's score for a row, -inf where the row cannot reach the id.
+`floor(inputs, axes, definition)` gives the bytes and FLOPs a correct kernel cannot avoid on these
+inputs (the judge's floor report uses it): a row of at most 2048 tokens selects all of them, so
+only longer rows need their keys read and scored.
 """
 from __future__ import annotations
 
@@ -33,9 +41,30 @@ DECODE_MAX_ROWS = 256
 COMPARE = {"topk_indices": {"rule": "topk_set", "scores": "row_scores"}}
 
 
-def layout(batch: int, max_pages: int, num_pages: int) -> tuple[list[int], list[int], list[int]]:
-    """(pages per sequence, sequence of each row, sequence length seen by each row)."""
+def check_seq_lens(seq_lens, batch: int, max_pages: int, num_pages: int) -> list[int]:
+    """The workload's `layout.seq_lens`, checked against its axes: one length per row, each within
+    max_num_pages pages, the rows' pages together within the pool. A ValueError says what is wrong."""
+    if not isinstance(seq_lens, list) or len(seq_lens) != batch:
+        raise ValueError(f"layout.seq_lens needs one length per row ({batch}), got "
+                         f"{len(seq_lens) if isinstance(seq_lens, list) else type(seq_lens).__name__}")
+    for b, n in enumerate(seq_lens):
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= PAGE * max_pages:
+            raise ValueError(f"layout.seq_lens[{b}] must be an integer in 0..{PAGE * max_pages} "
+                             f"(max_num_pages {max_pages}), got {n!r:.40}")
+    need = sum(-(-n // PAGE) for n in seq_lens)
+    if need > num_pages:
+        raise ValueError(f"layout.seq_lens needs {need} pages, the pool has {num_pages}")
+    return list(seq_lens)
+
+
+def layout(batch: int, max_pages: int, num_pages: int, seq_lens: list[int] | None = None
+           ) -> tuple[list[int], list[int], list[int]]:
+    """(pages per sequence, sequence of each row, sequence length seen by each row); seq_lens: the
+    workload's own lengths (one sequence per row), checked."""
     b, m, p = int(batch), int(max_pages), int(num_pages)
+    if seq_lens is not None:
+        lens = check_seq_lens(seq_lens, b, m, p)
+        return [-(-n // PAGE) for n in lens], list(range(b)), lens
     if b <= 0:
         return [], [], []
     m = min(m, p)  # a sequence cannot hold more pages than the pool has (such axes still get valid data)
@@ -66,12 +95,13 @@ def unpack_k_cache(cache: torch.Tensor) -> torch.Tensor:
     return (values * scales).reshape(p * PAGE, DIM)
 
 
-def tables(batch: int, max_pages: int, num_pages: int, gen: torch.Generator, device: str
-           ) -> tuple[torch.Tensor, torch.Tensor]:
+def tables(batch: int, max_pages: int, num_pages: int, gen: torch.Generator, device: str,
+           lens: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(seq_lens [B] int32, block_table [B, M] int32): each sequence's pages drawn from the pool without
-    repeats, sequences disjoint, rows of one prefill sequence sharing its pages; 0 past a row's pages."""
+    repeats, sequences disjoint, rows of one prefill sequence sharing its pages; 0 past a row's pages.
+    lens: the workload's own per-row lengths (layout.seq_lens)."""
     b, m, p = int(batch), int(max_pages), int(num_pages)
-    pages, seq_of, seq_lens = layout(b, m, p)
+    pages, seq_of, seq_lens = layout(b, m, p, lens)
     table = torch.zeros((b, m), dtype=torch.int32, device=device)
     if b:
         perm = torch.randperm(p, generator=gen, device=device).to(torch.int32)
@@ -84,7 +114,7 @@ def tables(batch: int, max_pages: int, num_pages: int, gen: torch.Generator, dev
     return torch.tensor(seq_lens, dtype=torch.int32, device=device).reshape(b), table
 
 
-def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
+def generate(axes: dict, definition: dict, seed: int, device: str, workload: dict | None = None) -> dict:
     b, m, p = int(axes["batch_size"]), int(axes["max_num_pages"]), int(axes["num_pages"])
     gen = torch.Generator(device=device).manual_seed(int(seed))
 
@@ -101,7 +131,7 @@ def generate(axes: dict, definition: dict, seed: int, device: str) -> dict:
     q_scale = q.abs().amax(dim=-1).clamp_min(1e-6) / FP8_MAX
     q_fp8 = (q / q_scale[..., None]).to(torch.float8_e4m3fn)
     weights = normal(b, HEADS) * HEADS ** -0.5 * q_scale * DIM ** -0.5
-    seq_lens, table = tables(b, m, p, gen, device)
+    seq_lens, table = tables(b, m, p, gen, device, ((workload or {}).get("layout") or {}).get("seq_lens"))
     return {"q_index_fp8": q_fp8, "k_index_cache_fp8": pack_k_cache(k_fp8, k_scale), "weights": weights,
             "seq_lens": seq_lens, "block_table": table}
 
@@ -143,3 +173,28 @@ def row_scores(inputs: dict, axes: dict, rows: range) -> torch.Tensor:
         at = ids[r0 + row, col]
         out[r0 + row, at] = s[row, at] if dense else s[row, col]
     return out
+
+
+def floor(inputs: dict, axes: dict, definition: dict) -> dict:
+    """What a correct kernel must move and compute on these inputs. A row of at most 2048 tokens
+    selects every one of its tokens, so it needs only its block table entries and its output; a
+    longer row must read the key and scale of each token it reaches (132 bytes; a token reached by
+    several rows of one sequence counts once), its query and weights, and score each of its tokens
+    (2 x 64 heads x 128 FLOPs). Seq lens and the output are moved for every row."""
+    sl = inputs["seq_lens"].to(torch.int64)
+    table = inputs["block_table"].to(torch.int64)
+    b = int(sl.numel())
+    cols = torch.arange(table.shape[1], device=table.device)
+    in_page = (sl[:, None] - PAGE * cols[None, :]).clamp(0, PAGE)  # [B, M]: tokens of each page a row reaches
+    long_rows = sl > TOPK
+    # Distinct tokens the long rows reach: per page, the most of its slots any long row uses.
+    n_pages = inputs["k_index_cache_fp8"].shape[0]
+    used = torch.zeros(max(1, n_pages), dtype=torch.int64, device=table.device)
+    hit = (in_page > 0) & long_rows[:, None]
+    used.scatter_reduce_(0, table[hit].clamp(0, max(0, n_pages - 1)), in_page[hit], "amax")
+    n_long = int(long_rows.sum())
+    nbytes = (int(used.sum()) * (DIM + 4) + n_long * (HEADS * DIM + HEADS * 4) + b * 4
+              + int((in_page > 0).sum()) * 4 + b * TOPK * 4)
+    return {"bytes": nbytes, "flops": int(sl[long_rows].sum()) * HEADS * DIM * 2,
+            "rule": "rows over 2048 tokens: each token reached x 132 B + query + weights, FLOPs 2 x 64 x 128 "
+                    "per token; every row: its block table entries + seq_len + output"}
