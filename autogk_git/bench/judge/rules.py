@@ -9,7 +9,8 @@ A target declares its rules in its `inputs.py`, beside the generator:
     COMPARE = {"topk_indices": "topk_set"}          # or {"rule": "topk_set", "rtol": 1e-3, ...}
     def row_scores(inputs, axes, rows): ...          # what "topk_set" judges by (see topk_set)
 
-An output it does not name is judged by its dtype: floats within TOLERANCES, integers exactly.
+An output it does not name is judged by its dtype: floats within TOLERANCES capped at FlashInfer-Bench's
+band (CONTEST_ATOL, CONTEST_RTOL), integers exactly.
 Failures raise Mismatch (the kernel's fault) or BadReference (the harness's: the reference itself
 breaks the rule, so no verdict on the kernel can be drawn).
 """
