@@ -79,6 +79,30 @@ def workload_set_file(folder: Path, definition_name: str, set_name: str | None) 
     return sets[name]
 
 
+def best_kernels() -> list[str]:
+    """Bundled targets that ship a best known kernel (autogk_git/best_kernels/<name>/kernel.py)."""
+    root = resources.files("autogk_git.best_kernels")
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "kernel.py").is_file())
+
+
+def best_kernel(source: "Source") -> tuple[str, str]:
+    """(kernel text, where it came from) of the best known kernel of a bundled target, for `--start best`."""
+    name = source.bundled.name if source.bundled else source.definition["name"]
+    shipped = best_kernels()
+    if name not in shipped:
+        what = (f"the bundled target {name} ships no best known kernel (its runs kept nothing better than its "
+                "starting kernel)" if source.bundled else f"{name} is not a bundled target, so no best known "
+                "kernel ships with it")
+        raise AutogkError(f"--start best: {what}; targets with one: {', '.join(shipped) or 'none'}",
+                          "leave --start out to begin from the starting kernel: "
+                          f"autogk init DIR {'--example ' + name if source.bundled else '--definition FILE'}")
+    folder = Path(str(resources.files("autogk_git.best_kernels").joinpath(name)))
+    note = folder / "SOURCE.md"  # its "From:" line says which run found it
+    lines = note.read_text().splitlines() if note.is_file() else []
+    origin = next((ln[len("From:"):].strip() for ln in lines if ln.startswith("From:")), "origin not recorded")
+    return (folder / "kernel.py").read_text(), f"{origin} (autogk_git/best_kernels/{name}/SOURCE.md)"
+
+
 def is_sampling(definition: dict[str, Any]) -> bool:
     """A definition whose outputs are random draws (FlashInfer-Bench's sampling ops)."""
     words = [definition.get("name", ""), definition.get("op_type", ""), *definition.get("tags", [])]

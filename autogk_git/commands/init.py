@@ -22,14 +22,19 @@ from autogk_git.record import refs, sharing
 
 def do_init(path: Path, definition_file: Path | None, workloads_file: Path | None, example: str | None,
             trunk: str | None, name: str | None, check: bool, say, blobs_dir: Path | None = None,
-            kernel_file: Path | None = None, here: bool = False, workload_set: str | None = None) -> dict[str, Any]:
+            kernel_file: Path | None = None, here: bool = False, workload_set: str | None = None,
+            start: str = "starting") -> dict[str, Any]:
     # Every input is checked before anything is written; whatever is written is undone on any refusal
     # after that (an incorrect starting kernel included): a refused init leaves no folder, repository,
     # commit, hook or setting behind.
+    if start == "best" and kernel_file:
+        raise AutogkError("--start best and --kernel both say which kernel to start from",
+                          "pass one: --kernel FILE (yours) or --start best (the bundled best known kernel)")
     source = scaffold.prepare(definition_file, workloads_file, example, name, say, blobs_dir, workload_set)
+    best = scaffold.best_kernel(source) if start == "best" else None
     undo = Undo(path)
     try:
-        return _init(path, source, trunk, check, say, kernel_file, here, undo)
+        return _init(path, source, trunk, check, say, kernel_file, here, undo, best)
     except BaseException:
         undo.run()
         raise
@@ -85,13 +90,16 @@ def refuse_off_trunk(top: Path, trunk: str | None) -> None:
 
 
 def _init(path: Path, source, trunk: str | None, check: bool, say, kernel_file: Path | None, here: bool,
-          undo: "Undo") -> dict[str, Any]:
+          undo: "Undo", best: tuple[str, str] | None = None) -> dict[str, Any]:
     top = where_to_add(path, here, say)
     if top is not None:
         refuse_off_trunk(top, trunk)
     target = new_target(top or path.resolve(), source.name)
     refuse_package(target.dir)
     contents = scaffold.target_files(source, target, kernel_file, say)
+    if best:
+        contents.files["kernel.py"] = best[0]
+        say(f"starting from the best known kernel of {source.bundled.name}: {best[1]}")
     say(check_reference(source, contents, top))
     if top is None:
         undo.made_folder(path)
@@ -107,7 +115,8 @@ def _init(path: Path, source, trunk: str | None, check: bool, say, kernel_file: 
     project = Project(top)
     install_hooks(top, say)
     index.stage(top, *written)
-    commits.commit(top, f"autogk: add target {source.name}", *written, env={"AUTOGK_LOOP": "1", **identity_env(top)})
+    message = f"autogk: add target {source.name}" + (f" (kernel: the best known one)\n\n{best[1]}" if best else "")
+    commits.commit(top, message, *written, env={"AUTOGK_LOOP": "1", **identity_env(top)})
     sha = repo.rev(top, "HEAD")
     say(f"committed {sha[:10]} on {repo.current_branch(top)}: target {source.name} in {target.rel}/")
 
@@ -276,6 +285,9 @@ def install_hooks(top: Path, say) -> None:
 @click.option("--kernel", "kernel_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="start from your own Triton kernel (a .py file with run(inputs..., outputs...)) "
                    "instead of the definition's reference")
+@click.option("--start", type=click.Choice(["starting", "best"]), default="starting", show_default=True,
+              help="which bundled kernel to begin from: the starting kernel, or the best known one "
+                   "(autogk_git/best_kernels/<target>/, with a note of the run that found it)")
 @click.option("--trunk", help="trunk branch for a new project (default: the current branch)")
 @click.option("--name", help="target name (default: the definition's name)")
 @click.option("--here", is_flag=True, help="add the target to the git repository that holds PATH (default: "
@@ -283,11 +295,11 @@ def install_hooks(top: Path, say) -> None:
 @click.option("--check/--no-check", default=True, show_default=True,
               help="check the starting kernel's correctness after committing")
 @click.option("--json", "as_json", is_flag=True, help="print a JSON summary")
-def init(path, definition_file, workloads_file, blobs_dir, example, workload_set, kernel_file, trunk, name, here, check,
-         as_json) -> int:
+def init(path, definition_file, workloads_file, blobs_dir, example, workload_set, kernel_file, start, trunk, name,
+         here, check, as_json) -> int:
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     info = do_init(path or Path.cwd(), definition_file, workloads_file, example, trunk, name, check, say,
-                   blobs_dir=blobs_dir, kernel_file=kernel_file, here=here, workload_set=workload_set)
+                   blobs_dir=blobs_dir, kernel_file=kernel_file, here=here, workload_set=workload_set, start=start)
     if as_json:
         click.echo(json.dumps(info, indent=1))
     return 0

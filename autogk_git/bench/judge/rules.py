@@ -9,7 +9,8 @@ A target declares its rules in its `inputs.py`, beside the generator:
     COMPARE = {"topk_indices": "topk_set"}          # or {"rule": "topk_set", "rtol": 1e-3, ...}
     def row_scores(inputs, axes, rows): ...          # what "topk_set" judges by (see topk_set)
 
-An output it does not name is judged by its dtype: floats within TOLERANCES, integers exactly.
+An output it does not name is judged by its dtype: floats within TOLERANCES capped at FlashInfer-Bench's
+band (CONTEST_ATOL, CONTEST_RTOL), integers exactly.
 Failures raise Mismatch (the kernel's fault) or BadReference (the harness's: the reference itself
 breaks the rule, so no verdict on the kernel can be drawn).
 """
@@ -33,7 +34,14 @@ RULES = ("exact", "tolerance", "topk_set")
 # Wide enough for FP8 tensor-core products, whose accumulation on Hopper is not full fp32: on the
 # H200 the DSA indexer's FP8 dot moved scores near rank 2048 by up to 0.6 % (2026-11-30,
 # benchmarks/results/dsa.md); narrow enough to reject a missing scale, ReLU, head or weight sign.
-TOPK_RTOL, TOPK_ATOL = 2e-2, 1e-3
+TOPK_RTOL, TOPK_ATOL = 1e-2, 1e-3
+# FlashInfer-Bench's judge (its evaluators' defaults, rtol = atol = 1e-2, every element required): an
+# element fails when |out - ref| > atol AND |out - ref| / |ref| > rtol, i.e. the band is
+# max(atol, rtol * |ref|), for every output dtype and for the DSA indexer's sorted scores alike.
+# The default bands above are capped by it, so a kernel judged correct here is not rejected there
+# for its numbers: without the cap the bf16 band was 1.6-3.2x wider than the contest's (a decode
+# kernel with a bf16 accumulator passed), and the top-k band accepted +-2-3 % score noise.
+CONTEST_ATOL, CONTEST_RTOL = 1e-2, 1e-2
 # Rows judged together: bounds the memory of a [rows, ids] score block.
 SCORE_BLOCK_ELEMENTS = 1 << 23
 
@@ -72,16 +80,20 @@ def judge(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, spec
     rule = spec.get("rule") or ("tolerance" if out.dtype.is_floating_point else "exact")
     if rule == "exact":
         return exact(name, out, ref)
+    # The contest's cap holds for the default bands; a target (or the job) that names its own tolerance
+    # is judged by exactly that.
+    own = "atol" in spec or "rtol" in spec
     if rule == "tolerance":
+        own = own or dtype_name in (tolerances or {})
         atol, rtol = (tolerances or {}).get(dtype_name, TOLERANCES.get(dtype_name, (1e-3, 1e-3)))
-        return tolerance(name, out, ref, spec.get("atol", atol), spec.get("rtol", rtol))
+        return tolerance(name, out, ref, spec.get("atol", atol), spec.get("rtol", rtol), contest=not own)
     fn_name = spec.get("scores", "row_scores")
     scores = getattr(module, fn_name, None)
     if not callable(scores):
         raise BadReference(f"output {name} is judged as a top-k set, but the target's inputs.py defines no "
                            f"{fn_name}(inputs, axes, rows)")
     return topk_set(name, out, ref, lambda rows: scores(inputs, axes, rows),
-                    spec.get("rtol", TOPK_RTOL), spec.get("atol", TOPK_ATOL))
+                    spec.get("rtol", TOPK_RTOL), spec.get("atol", TOPK_ATOL), contest=not own)
 
 
 def exact(name: str, out: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
@@ -92,8 +104,19 @@ def exact(name: str, out: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
     return {"max_abs_err": 0.0, "max_rel_err": 0.0}
 
 
-def tolerance(name: str, out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> dict[str, float]:
-    """|out - ref| <= atol + rtol * |ref| elementwise; infinities must match exactly; NaN only where ref has it."""
+def contest_band(ref_abs: torch.Tensor) -> torch.Tensor:
+    """The largest |out - ref| FlashInfer-Bench's judge accepts, per element: max(atol, rtol * |ref|)."""
+    return torch.clamp(CONTEST_RTOL * ref_abs, min=CONTEST_ATOL)
+
+
+def _cap_note(capped: bool) -> str:
+    return (f", capped at FlashInfer-Bench's max({CONTEST_ATOL}, {CONTEST_RTOL}·|ref|)" if capped else "")
+
+
+def tolerance(name: str, out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
+              contest: bool = True) -> dict[str, float]:
+    """|out - ref| <= atol + rtol * |ref| elementwise (and, with contest, within contest_band);
+    infinities must match exactly; NaN only where ref has it."""
     if not out.dtype.is_floating_point:
         return exact(name, out, ref)
     o = out.detach().to(torch.float32)  # compared where it lives: a GPU compares 36 M elements in microseconds
@@ -106,24 +129,32 @@ def tolerance(name: str, out: torch.Tensor, ref: torch.Tensor, atol: float, rtol
     diff = (o - r).abs()
     diff = torch.where(both, diff, torch.where(o == r, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
     rel = diff / r.abs().clamp_min(1e-12)
-    bad = diff > atol + rtol * r.abs().nan_to_num(0.0)
+    r_abs = r.abs().nan_to_num(0.0)
+    limit = atol + rtol * r_abs
+    capped = False
+    if contest:
+        cap = contest_band(r_abs)
+        capped = bool((cap < limit).any())
+        limit = torch.minimum(limit, cap)
+    bad = diff > limit
     stats = {"max_abs_err": float(diff.max()) if diff.numel() else 0.0,
              "max_rel_err": float(torch.where(both, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0}
     if bad.any():
         raise Mismatch("INCORRECT_NUMERICAL", f"output {name}: {int(bad.sum())} of {o.numel()} elements outside "
-                       f"atol={atol}, rtol={rtol} (max abs err {stats['max_abs_err']:.3g})")
+                       f"atol={atol}, rtol={rtol}{_cap_note(capped)} (max abs err {stats['max_abs_err']:.3g})")
     return stats
 
 
 def topk_set(name: str, out: torch.Tensor, ref: torch.Tensor, scores: Callable[[range], torch.Tensor],
-             rtol: float = TOPK_RTOL, atol: float = TOPK_ATOL) -> dict[str, float]:
+             rtol: float = TOPK_RTOL, atol: float = TOPK_ATOL, contest: bool = True) -> dict[str, float]:
     """Per row, `out` must be a top-k set as good as `ref`'s, in any order, with any tie-break.
 
     out, ref: [rows, k] integer ids, -1 for padding. scores(rows) gives [len(rows), n_ids] float
     scores of every id for those rows, -inf where the id is not reachable from the row. A row passes
     when: every id is -1 or reachable; no id repeats; it holds exactly min(k, reachable ids) ids (so
     -1 pads exactly the rows with fewer than k reachable ids); and its scores, sorted, match the
-    reference's sorted scores within rtol * |ref| + atol * (the row's largest |ref score|).
+    reference's sorted scores within rtol * |ref| + atol * (the row's largest |ref score|), and, with
+    contest, within contest_band (FlashInfer-Bench's indexer judge compares the same sorted scores).
     """
     if out.dim() != 2:
         raise Mismatch("INCORRECT_SHAPE", f"output {name}: a top-k set is [rows, k], got shape {tuple(out.shape)}")
@@ -154,7 +185,11 @@ def topk_set(name: str, out: torch.Tensor, ref: torch.Tensor, scores: Callable[[
             o_s, r_s = out_sorted[:, :width], ref_sorted[:, :width]
             diff = torch.where(keep, (o_s - r_s).abs(), torch.zeros_like(o_s))
             scale = torch.where(keep, r_s.abs(), torch.zeros_like(r_s)).amax(dim=1, keepdim=True)
-            bad = diff > rtol * r_s.abs().where(keep, torch.zeros_like(r_s)) + atol * scale
+            r_abs = r_s.abs().where(keep, torch.zeros_like(r_s))
+            limit = rtol * r_abs + atol * scale
+            if contest:
+                limit = torch.minimum(limit, contest_band(r_abs))
+            bad = diff > limit
             rel = diff / torch.where(keep, r_s.abs(), torch.ones_like(r_s)).clamp_min(1e-12)
             stats["max_abs_err"] = max(stats["max_abs_err"], float(diff.max()))
             stats["max_rel_err"] = max(stats["max_rel_err"], float(rel.max()))
@@ -163,7 +198,8 @@ def topk_set(name: str, out: torch.Tensor, ref: torch.Tensor, scores: Callable[[
                 raise Mismatch("INCORRECT_NUMERICAL",
                                f"output {name}: row {rows.start + row}: the rank-{rank + 1} score of the returned "
                                f"set is {float(o_s[row, rank]):.6g}, the reference's is {float(r_s[row, rank]):.6g} "
-                               f"({int(bad.any(dim=1).sum())} rows differ beyond rtol={rtol}, atol={atol}·row max): "
+                               f"({int(bad.any(dim=1).sum())} rows differ beyond rtol={rtol}, atol={atol}·row max"
+                               f"{_cap_note(contest)}): "
                                "the set is not a top-k set")
         start = rows.stop
     return stats
