@@ -133,7 +133,7 @@ def _build_template(folder: Path) -> None:
     (root / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
     subprocess.run(["git", "commit", "-qam", "tests: merge correct untimed candidates"], cwd=root, check=True,
                    env={**os.environ, **env})
-    # What every copy's first loop would otherwise redo (seconds of CPU each, in over a hundred tests): the
+    # What each copy's first loop would otherwise redo (3-7 s of CPU in every test that runs the loop): the
     # reference's check (a torch process; its mark is keyed by definition and workloads, so a test that
     # changes them is checked again) and an empty MLflow store (MLflow's table migrations). Tests of the
     # store's creation remove it (without_store). A fresh checkout makes both itself in test_readme.
