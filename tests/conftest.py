@@ -133,12 +133,47 @@ def _build_template(folder: Path) -> None:
     (root / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
     subprocess.run(["git", "commit", "-qam", "tests: merge correct untimed candidates"], cwd=root, check=True,
                    env={**os.environ, **env})
+    # What each copy's first loop would otherwise redo (3-7 s of CPU in every test that runs the loop): the
+    # reference's check (a torch process; its mark is keyed by definition and workloads, so a test that
+    # changes them is checked again) and an empty MLflow store (MLflow's table migrations). Tests of the
+    # store's creation remove it (without_store). A fresh checkout makes both itself in test_readme.
+    subprocess.run([sys.executable, "-c", _PREPARE, str(root)], check=True, capture_output=True,
+                   env={**os.environ, **env})
+
+
+_PREPARE = """
+import sys
+from autogk_git.loop.check import check_reference, trunk_target
+from autogk_git.project import Project
+from autogk_git.tracking import mlflow_store
+from pathlib import Path
+p = Project.find(Path(sys.argv[1]))
+check_reference(p, trunk_target(p, p.target(None)), cache=True)
+mlflow_store._client(p)
+"""
+
+
+def _move_store(root: Path) -> None:
+    """A copied store's default experiment still names the template's artifact folder: point it here."""
+    import sqlite3
+    db = root / "mlruns" / "mlflow.db"
+    if db.exists():
+        with sqlite3.connect(db) as con:
+            con.execute("update experiments set artifact_location = ? where experiment_id = 0",
+                        (str(root / "mlruns" / "artifacts" / "0"),))
+        con.close()
+
+
+def without_store(root: Path) -> None:
+    """For tests of a store's creation: the project as `autogk init` leaves it, with no MLflow store."""
+    shutil.rmtree(root / "mlruns")
 
 
 @pytest.fixture
 def project(template_project, tmp_path):
     dst = tmp_path / "proj"
     shutil.copytree(template_project, dst, symlinks=True)
+    _move_store(dst)
     # Hooks point at this interpreter already; refresh them in case the copy moved anything (in-process:
     # the same function `autogk hooks install` calls, without starting an interpreter per test).
     from autogk_git.git import hooks

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, DATA, autogk, autogk_in, git
+from conftest import BIN, DATA, autogk, autogk_in, git, without_store
 
 KILLS = 20
 # KILL_SEED=N picks other moments (to hunt for a failure: a failing seed reproduces the kill points,
@@ -168,6 +168,7 @@ def check_reconciled(project: Path) -> dict[int, str]:
 
 @pytest.mark.slow
 def test_twenty_random_kills_leave_git_whole_and_mlflow_reconciled(project):
+    without_store(project)  # the first logging builds it: a kill may land there too
     small_target(project)
     rng = random.Random(SEED)
     log, kills, t0 = [], 0, time.monotonic()
@@ -222,6 +223,7 @@ def test_a_run_cut_short_by_a_kill_is_completed_by_sync_not_duplicated(project):
 def test_a_kill_while_the_store_is_created_leaves_no_broken_store(project):
     """MLflow builds a new store's tables in a chain of migrations (seconds): a kill in between must not
     leave a store that every later command refuses."""
+    without_store(project)
     small_target(project)
     autogk_in(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"})
     mlruns = project / "mlruns"
@@ -282,6 +284,7 @@ def test_resume_logs_the_run_of_an_experiment_whose_note_was_written_without_one
     """The state a kill between the note and the run leaves (here made without a kill: the hook
     benchmarks a hand-made experiment with MLflow off): the next `iterate` resumes it and logs its
     run itself, so the table is whole before any `autogk sync`."""
+    without_store(project)
     git(project, "checkout", "-qb", "autogk/scale/0001-smaller-block")
     k = project / "kernels" / "scale" / "kernel.py"
     k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 32"))
