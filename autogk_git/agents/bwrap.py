@@ -4,8 +4,11 @@ The agent's process sees this file system (later lines cover earlier ones):
 
     /                          read-only (the system, Python, the CLI itself)
     /dev, /proc                fresh (its own pid namespace: no other process is visible)
-    /tmp, $HOME                empty scratch folders, thrown away after the run: ~/.ssh, other
+    /tmp                       empty and read-only (TMPDIR is in the run's scratch folder)
+    $HOME                      an empty scratch folder, thrown away after the run: ~/.ssh, other
                                projects, tokens and caches in the home folder are not there
+    software there             read-only: the top folder under $HOME of each PATH entry, the CLI
+                               and Python (~/.local, ~/.nvm, ~/.pyenv), but never ~/.ssh, ~/.config...
     ~/.claude ~/.claude.json   read-write where they exist: a coding CLI's own login and state
     ~/.codex
     git's global config files  read-only (~/.gitconfig and the XDG one, where they are in $HOME)
@@ -36,6 +39,9 @@ from pathlib import Path
 
 PROBE_TIMEOUT_S = 30  # a busy machine; bwrap itself starts in milliseconds
 CLI_STATE = (".claude", ".claude.json", ".codex")  # under $HOME: a coding CLI's login and settings
+SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".git-credentials", ".pypirc",
+           ".config")  # never shown from $HOME, even when a PATH entry lies inside (.config holds gh, gcloud)
+TMP = Path("/tmp")
 INSTALL = "apt-get install bubblewrap"
 
 
@@ -50,6 +56,7 @@ class Layout:
     home: Path                     # hidden (an empty folder), but for the CLI's state
     network: bool = True
     read_only: list[Path] = field(default_factory=list)  # shown read-only under the hidden folders
+    tools: list[Path] = field(default_factory=list)      # the same, for software the agent runs (tools())
 
 
 @functools.lru_cache(maxsize=1)
@@ -91,10 +98,35 @@ def _base(network: bool) -> list[str]:
     return args + ([] if network else ["--unshare-net"])
 
 
+def tools(home: Path, path_env: str, programs: list[str]) -> list[Path]:
+    """Folders under the hidden $HOME and /tmp that hold software the agent runs, shown read-only.
+
+    Every PATH entry and the folders of the given programs (the CLI, Python) count, resolved through
+    links: one under $HOME shows its top folder there (~/.local, ~/.nvm, ~/.pyenv: an install keeps its
+    parts together), one under /tmp only itself. Nothing else of $HOME is shown."""
+    dirs = [Path(d) for d in path_env.split(":") if d.startswith("/")]
+    for prog in programs:
+        dirs += [Path(prog).parent, Path(prog).resolve().parent]
+    out: list[Path] = []
+    for d in dirs:
+        for cand in (d, d.resolve()):
+            if cand != home and home in cand.parents:
+                shown = home / cand.relative_to(home).parts[0]
+            elif TMP in cand.parents:
+                shown = cand
+            else:
+                continue
+            if shown.name not in SECRETS and shown.exists() and shown not in out:
+                out.append(shown)
+    return out
+
+
 def command(layout: Layout, argv: list[str]) -> list[str]:
     """argv run inside the sandbox that layout describes."""
     exe = shutil.which("bwrap") or "bwrap"
-    args = [exe, *_base(layout.network), "--tmpfs", "/tmp"]
+    scratch_tmp = layout.scratch / "tmp"
+    scratch_tmp.mkdir(exist_ok=True)
+    args = [exe, *_base(layout.network), "--tmpfs", str(TMP)]
     home = layout.home
     if home.is_dir() and home != Path("/"):
         args += ["--tmpfs", str(home)]
@@ -102,7 +134,7 @@ def command(layout: Layout, argv: list[str]) -> list[str]:
             p = home / name
             if p.exists():
                 args += ["--bind", str(p), str(p)]
-    for p in layout.read_only:
+    for p in [*layout.read_only, *layout.tools]:
         if p.exists():
             args += ["--ro-bind", str(p), str(p)]
     if layout.main is not None:
@@ -114,6 +146,8 @@ def command(layout: Layout, argv: list[str]) -> list[str]:
     # (.git/autogk/worktrees/), but is the main checkout itself when the agent works there.
     args += worktree + git_dir if wt == common or wt in common.parents else git_dir + worktree
     args += ["--bind", str(layout.scratch), str(layout.scratch),
-             # Last: the mount points above are made in it first. Its submounts keep their own modes.
-             "--remount-ro", str(common), "--chdir", str(wt)]
+             # Last: the mount points above are made in them first. Submounts keep their own modes, so
+             # /tmp is read-only but for the scratch folder (TMPDIR points there).
+             "--remount-ro", str(common), "--remount-ro", str(TMP), "--setenv", "TMPDIR", str(scratch_tmp),
+             "--chdir", str(wt)]
     return [*args, "--", *argv]

@@ -18,6 +18,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -114,13 +115,15 @@ class CommandAgent:
             return [a.replace("{prompt_file}", str(prompt_file)).replace("{prompt}", prompt) for a in args]
         return [*args, prompt]
 
-    def _wrap(self, argv: list[str], ctx: Context, snap: confine.Snapshot, tmp: Path) -> list[str]:
+    def _wrap(self, argv: list[str], env: dict[str, str], ctx: Context, snap: confine.Snapshot,
+              tmp: Path) -> list[str]:
         """argv inside bwrap: the worktree and tmp writable, the git directory and $HOME hidden."""
         home = environment.home()
         layout = bwrap.Layout(worktree=ctx.worktree, scratch=tmp, common=snap.common, main=snap.main, home=home,
                               network=self.config.agent.network,
                               read_only=[Path(f) for f in settings.global_and_system_files()
-                                         if home in Path(f).parents])
+                                         if home in Path(f).parents],
+                              tools=bwrap.tools(home, env.get("PATH", ""), [argv[0], sys.executable]))
         return bwrap.command(layout, argv)
 
     def propose(self, ctx: Context) -> Proposal:
@@ -164,7 +167,7 @@ class CommandAgent:
             try:
                 run = argv
                 if box == "bwrap":  # a missing program would be bwrap's error, an exit code like the CLI's own
-                    run = self._wrap([_program(argv[0], ctx.worktree, env.get("PATH")), *argv[1:]], ctx, snap,
+                    run = self._wrap([_program(argv[0], ctx.worktree, env.get("PATH")), *argv[1:]], env, ctx, snap,
                                      Path(tmp))
                 proc = subprocess.run(run, cwd=str(ctx.worktree), env=env,
                                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
