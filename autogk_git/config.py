@@ -137,6 +137,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                  check=_pos, rule="> 0"),
         "watch": Key(list, [], "command agent: paths outside the repository compared before and after each "
                      "run; a change there is undone and makes the experiment invalid, e.g. ['~/.bashrc', '/tmp/x']"),
+        "sandbox": Key(str, "bwrap", "command agent: the OS sandbox it runs in; bwrap: only the worktree writable, "
+                       "the repository's git directory and $HOME hidden (falls back to none, with a warning, where "
+                       "bwrap cannot run); none: only the undo after the run", ("bwrap", "none")),
+        "network": Key(bool, True, "command agent: whether its sandbox keeps the network (coding CLIs call their "
+                       "API over it); false: bwrap gives it none"),
     },
     "research": {
         "agent": Key(str, "auto", "who writes research plans; auto: anthropic with ANTHROPIC_API_KEY, else offline",

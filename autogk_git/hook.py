@@ -2,7 +2,7 @@
 
     python -m autogk_git.hook post-commit   benchmark a hand-made experiment commit
     python -m autogk_git.hook pre-commit    refuse changes outside the target's editable files
-    python -m autogk_git.hook bench SHA BRANCH   the background benchmark (started by post-commit)
+    python -m autogk_git.hook bench SHA BRANCH ROOT   the background benchmark (started by post-commit)
 """
 from __future__ import annotations
 
@@ -51,18 +51,29 @@ def post_commit() -> int:
     from autogk_git.project import Project
     project = Project.find()
     sha = repo.head_sha(project.root)
+    if _agents_own(project.root, sha):
+        # The command agent committed in its worktree itself (--no-verify skips only pre-commit). The loop
+        # undoes that commit and commits the experiment; a benchmark of it would outlive its worktree.
+        print(f"autogk: {sha[:10]} is the command agent's own commit: not benchmarked (the loop commits "
+              f"experiment #{exp.number:04d} itself)")
+        return 0
     if project.config.bench.hook_mode == "foreground" or env.hook_foreground():
         return bench(project, sha, exp.branch)
     log = project.state_dir / "logs" / f"{exp.target}-{exp.number:04d}-{sha[:10]}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "autogk_git.hook", "bench", sha, exp.branch],
+        proc = subprocess.Popen([sys.executable, "-m", "autogk_git.hook", "bench", sha, exp.branch, str(project.root)],
                                 cwd=str(project.root), stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     pid_file(project.state_dir, sha).write_text(str(proc.pid))
     print(f"autogk: benchmarking experiment #{exp.number:04d} ({sha[:10]}) in the background; log: {log}\n"
           f"autogk: see the result with `autogk show {exp.number}`; `autogk iterate` concludes it (merge or archive)")
     return 0
+
+
+def _agents_own(root: Path, sha: str) -> bool:
+    from autogk_git.agents.confine import is_marker
+    return any(is_marker(email) for _, email in repo.committers(root, f"{sha}~1", sha))
 
 
 def bench(project, sha: str, branch: str) -> int:
@@ -77,6 +88,26 @@ def bench(project, sha: str, branch: str) -> int:
     return 0
 
 
+def background_bench(sha: str, branch: str, root: Path | None) -> int:
+    """The benchmark post-commit started; its checkout may be removed under it (the loop concluded or
+    undid the experiment meanwhile): then it ends with one line in its log, not a traceback."""
+    from autogk_git.project import Project
+
+    def gone(why: str) -> int:
+        print(f"autogk: the background benchmark of {sha[:10]} ({branch}) stopped: its checkout {root} was removed "
+              f"({why[:200]}), so nothing was recorded; `autogk show` says what the loop decided", flush=True)
+        return 1
+
+    if root is not None and not root.is_dir():  # a folder above it may be another checkout: never judge there
+        return gone("before it started")
+    try:
+        return bench(Project.find(root), sha, branch)
+    except (AutogkError, OSError) as e:
+        if root is None or root.is_dir():
+            raise
+        return gone("while it ran: " + (e.message if isinstance(e, AutogkError) else f"{type(e).__name__}: {e}"))
+
+
 def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["pre-commit"]:
@@ -84,8 +115,7 @@ def main(argv: list[str]) -> int:
         if argv[:1] == ["post-commit"]:
             return post_commit()
         if argv[:1] == ["bench"]:
-            from autogk_git.project import Project
-            return bench(Project.find(), argv[1], argv[2])
+            return background_bench(argv[1], argv[2], Path(argv[3]) if len(argv) > 3 else None)
     except AutogkError as e:
         print(f"autogk: {e}", file=sys.stderr)
         return 1

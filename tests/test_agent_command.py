@@ -37,7 +37,8 @@ def test_commits_editable_changes_and_discards_the_rest(project, tmp_path):
                ["hypothesis", "BLOCK 64 -> 128 for fewer programs"]]
     readme_before = (project / "README.md").read_text() if (project / "README.md").exists() else None
     out = autogk_in(project, "iterate", "-n", "1", "--agent", "command", "--json",
-                 env=env_for(actions, FAKE_CLI_PROMPT_COPY=str(prompt_copy)))
+                 # The copy is written outside the worktree, which the OS sandbox would refuse.
+                 env=env_for(actions, FAKE_CLI_PROMPT_COPY=str(prompt_copy), AUTOGK_AGENT_SANDBOX="none"))
     report = json.loads(out.stdout)
     [exp] = report["experiments"]
     assert exp["hypothesis"] == "BLOCK 64 -> 128 for fewer programs" and exp["decision"] == "keep"

@@ -1,9 +1,11 @@
 """An external coding CLI as the agent: `claude -p`, `codex exec`, or any program that edits files.
 
 autogk runs `[agent] command` in the experiment's worktree with a generated prompt, then keeps what
-changed inside the target's editable files and undoes (with a message) everything else. Its git
-commands go to a throwaway clone; what it changes outside the worktree is undone and makes the
-experiment invalid (agents/confine.py). The prompt is
+changed inside the target's editable files and undoes (with a message) everything else. It runs in
+an OS sandbox where bwrap can make one (agents/bwrap.py: only the worktree writable, the repository's
+git directory and $HOME hidden); Claude Code and Codex also get their own permission settings
+(agents/permissions.py). Its git commands go to a throwaway clone; what it changes outside the
+worktree is undone and makes the experiment invalid (agents/confine.py). The prompt is
 passed as the last argument, or where the command says `{prompt}` (the text) or `{prompt_file}` (a file
 holding it). Examples (see docs/agents.md):
 
@@ -16,14 +18,16 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from autogk_git.agents import confine, prompts
+from autogk_git import env as environment
+from autogk_git.agents import bwrap, confine, permissions, prompts
 from autogk_git.agents.base import Context, Proposal
 from autogk_git.errors import AgentError, ConfigError
-from autogk_git.git import index, repo
+from autogk_git.git import index, repo, settings
 
 TAIL = 4000  # characters of the CLI's output kept in the plan note
 
@@ -84,11 +88,21 @@ def not_plain(worktree: Path, paths: list[tuple[str, str]]) -> list[tuple[tuple[
     return bad
 
 
+def _program(name: str, cwd: Path, path: str | None) -> str:
+    """The program's absolute path, found as exec would (PATH, or relative to cwd); FileNotFoundError if none."""
+    found = shutil.which(name, path=path) if "/" not in name else \
+        str(cwd / name) if os.access(cwd / name, os.X_OK) else None
+    if found is None:
+        raise FileNotFoundError(name)
+    return found
+
+
 class CommandAgent:
     name = "command"
 
     def __init__(self, config) -> None:
         self.config = config
+        self._warned = False  # the no-sandbox warning, said once per run
         self.command = (config.agent.command or "").strip()
         if not self.command:
             raise ConfigError("the command agent needs a command to run",
@@ -100,6 +114,17 @@ class CommandAgent:
         if any("{prompt}" in a or "{prompt_file}" in a for a in args):
             return [a.replace("{prompt_file}", str(prompt_file)).replace("{prompt}", prompt) for a in args]
         return [*args, prompt]
+
+    def _wrap(self, argv: list[str], env: dict[str, str], ctx: Context, snap: confine.Snapshot,
+              tmp: Path) -> list[str]:
+        """argv inside bwrap: the worktree and tmp writable, the git directory and $HOME hidden."""
+        home = environment.home()
+        layout = bwrap.Layout(worktree=ctx.worktree, scratch=tmp, common=snap.common, main=snap.main, home=home,
+                              network=self.config.agent.network,
+                              read_only=[Path(f) for f in settings.global_and_system_files()
+                                         if home in Path(f).parents],
+                              tools=bwrap.tools(home, env.get("PATH", ""), [argv[0], sys.executable]))
+        return bwrap.command(layout, argv)
 
     def propose(self, ctx: Context) -> Proposal:
         say = ctx.say or (lambda s: None)
@@ -128,13 +153,24 @@ class CommandAgent:
                    "AUTOGK_EXPERIMENT": str(ctx.number), **sandbox_env,
                    # Tells the agent's commits from a person's, should it commit in the real repository.
                    "GIT_COMMITTER_EMAIL": snap.marker}
-            argv = self.argv(prompt, prompt_file)
-            say(f"  running {shlex.join(argv[:-1] if argv[-1] == prompt else argv)} <prompt> in {ctx.worktree}")
+            argv, cli_line = permissions.for_cli(self.argv(prompt, prompt_file), Path(tmp))
+            box, box_line = bwrap.choose(self.config.agent), bwrap.describe(self.config.agent)
+            if box != "bwrap" and self.config.agent.sandbox == "bwrap" and not self._warned:
+                self._warned = True  # once per run: the note of every experiment says it too
+                say(f"  warning: the command agent runs without an OS sandbox ({box[len('none: '):]}): only the "
+                    "undo after its run confines it; see `autogk doctor`, or set [agent] sandbox = \"none\"")
+            notes_before = [box_line] + ([cli_line] if cli_line else [])
+            shown = shlex.join(argv[:-1] if argv[-1] == prompt else argv)
+            say(f"  running {shown}{' <prompt>' if argv[-1] == prompt else ''} in {ctx.worktree} ({box_line})")
             timeout = self.config.agent.command_timeout_s
             t0 = time.monotonic()
             try:
-                proc = subprocess.run(argv, cwd=str(ctx.worktree), env=env, capture_output=True, text=True,
-                                      timeout=timeout, stdin=subprocess.DEVNULL)
+                run = argv
+                if box == "bwrap":  # a missing program would be bwrap's error, an exit code like the CLI's own
+                    run = self._wrap([_program(argv[0], ctx.worktree, env.get("PATH")), *argv[1:]], env, ctx, snap,
+                                     Path(tmp))
+                proc = subprocess.run(run, cwd=str(ctx.worktree), env=env,
+                                      capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
             except FileNotFoundError:
                 raise AgentError(f"the command agent's program '{argv[0]}' was not found",
                                  "install it or fix [agent] command (AUTOGK_AGENT_COMMAND)") from None
@@ -162,7 +198,7 @@ class CommandAgent:
         changes = changed_paths(ctx.worktree)
         inside = [(s, p) for s, p in changes if t.is_editable(p)]
         outside = [c for c in changes if c not in inside]
-        notes = list(own_commits)
+        notes = notes_before + list(own_commits)
         for line in own_commits:
             say(f"  {line}")
         if outside:

@@ -39,6 +39,12 @@ from autogk_git.procs import pid_alive
 MAX_SAVED = 8 << 20      # bytes of one file kept to put it back; a bigger one is compared by hash only
 MAX_WALK = 20000         # files compared under one watched folder; past that the folder is skipped
 KEPT_OBJECTS = "objects-kept-"  # under .git/autogk/confined/: hard links to the object files, one run's
+MARKER_PREFIX, MARKER_DOMAIN = "agent-", "@autogk.invalid"  # the committer address of the agent's commits
+
+
+def is_marker(email: str) -> bool:
+    """Whether a committer address is the one a command agent's git commands carry (Snapshot.marker)."""
+    return email.startswith(MARKER_PREFIX) and email.endswith(MARKER_DOMAIN)
 
 
 @dataclass(frozen=True)
@@ -264,7 +270,7 @@ def take(worktree: Path, watch: list[str]) -> Snapshot:
                     worktree_head=head_of(worktree),
                     index=index.index_entries(main, check=False) if main else "",
                     main_files=main_files, files=files, roots=roots, labels=labels,
-                    marker=f"agent-{secrets.token_hex(6)}@autogk.invalid",
+                    marker=f"{MARKER_PREFIX}{secrets.token_hex(6)}{MARKER_DOMAIN}",
                     remotes=remote_refs(worktree, common), kept_objects=keep_objects(common))
 
 

@@ -118,6 +118,12 @@ def checks() -> dict[str, Any]:
             from autogk_git.bench.backends import resolve_name
             out["project"]["backend"] = resolve_name(cfg.bench.backend)
             out["problems"] += setup_problems(project)
+            from autogk_git.agents import bwrap
+            out["project"]["agent_sandbox"] = bwrap.describe(cfg.agent)[len("sandbox: "):]
+            if cfg.agent.sandbox == "bwrap" and bwrap.probe():
+                out["warnings"].append(f"the command agent would run without an OS sandbox ({bwrap.probe()}), "
+                                       "confined only by the undo after its run; fix: apt-get install bubblewrap "
+                                       "(and allow unprivileged user namespaces), or say so: [agent] sandbox = \"none\"")
             for name in project.target_names():
                 try:
                     t = project.target(name)
@@ -236,6 +242,8 @@ def doctor(as_json) -> int:
         click.echo(f"project {p['root']}")
         click.echo(f"  trunk {p['trunk']}, backend {p['backend']}, hooks {hooks}")
         click.echo(f"  MLflow store: {p['tracking_uri']}")
+        if p.get("agent_sandbox"):
+            click.echo(f"  command agent sandbox: {p['agent_sandbox']}")
         for name, t in p["targets"].items():
             click.echo(_target_line(name, t))
     for w in info["warnings"]:
