@@ -7,7 +7,8 @@ definitions for page size 64 and page size 1 both index them.
 
 Math as the definition's: float32 logits of the valid entries, base-2 log-sum-exp, softmax, the
 softmax-weighted sum of the compressed KV rows, cast to bf16. Padding (-1) gets a logit of -inf, so
-its softmax weight is exactly 0; a token with no valid entry gets a zero output and lse = -inf.
+its softmax weight is exactly 0 (columns past a chunk's last valid one are not gathered at all); a token
+with no valid entry gets a zero output and lse = -inf.
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
         t1 = min(num_tokens, t0 + step)
         idx = sparse_indices[t0:t1].to(torch.long)  # [t, topk]
         valid = idx != -1
+        # Columns past the chunk's last valid one add nothing (weight 0): decode rows are mostly padding.
+        used = valid.any(dim=0).nonzero()
+        if used.numel() == 0:
+            continue  # no valid entry in the chunk: zero output, lse -inf, as set above
+        width = int(used.max()) + 1
+        idx, valid = idx[:, :width], valid[:, :width]
         safe = torch.where(valid, idx, torch.zeros_like(idx))
         kc = kc_all[safe].to(torch.float32)  # [t, topk, 512]
         kp = kp_all[safe].to(torch.float32)  # [t, topk, 64]
