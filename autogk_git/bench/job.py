@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from autogk_git.bench import proofs
 from autogk_git.project import Target
 
 SCHEMA_VERSION = 1
@@ -73,11 +74,10 @@ def timed_settings(config) -> dict[str, Any]:
 
 def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],
              workloads: list[dict[str, Any]], settings: dict[str, Any], seed: int) -> dict[str, Any]:
-    from autogk_git.bench import refproof  # it imports this module
     generator = target.generator_source()
     # The target's fast reference, only where it was proven equal to the definition's on every workload
     # of this job (bench/refproof.py); otherwise the judge runs the definition's own.
-    fast = refproof.for_job(target.definition, target.workloads, target.dir, generator, workloads)
+    fast = proofs.for_job(target.definition, target.workloads, target.dir, generator, workloads)
     return {
         "version": SCHEMA_VERSION,
         "stage": stage,

@@ -13,7 +13,7 @@ definition's (inputs.py's COMPARE, else by dtype, bench/judge/rules.py), with th
 dtypes. The proof runs in a process of its own, on the GPU when this machine has one; on the CPU, a
 workload above the size limit is skipped as the interpret backend skips it, and the record says so.
 
-The record is cached by the content hash of the definition, reference.py, the workloads and inputs.py
+The record (read back by bench/proofs.py) is cached by the content hash of the definition, reference.py, the workloads and inputs.py
 (any change to one proves again), under ~/.cache/autogk/reference-proofs: content-addressed, so any
 project holding the same target files reuses it. A job (bench/job.py) carries the fast reference only
 when every one of its workloads is proven and none disagreed; otherwise the judge runs the definition's
@@ -23,7 +23,6 @@ every experiment correctly, only slower).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -33,67 +32,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autogk_git import env
 from autogk_git.bench.job import numel
+from autogk_git.bench.proofs import FILE, VERSION, key, proof_dir, records, source_in, standing
 from autogk_git.bench.refcheck import STARTUP_S, _kill
 from autogk_git.errors import TargetError
-from autogk_git.project import FAST_REFERENCE as FILE
 SEEDS = (1234, 4321)  # two input sets a workload: the second catches state kept between calls
-VERSION = 1           # of the proof's method: a record made by another method is made again
 _BOOT = ("import sys; sys.path[0] = sys.argv[1]; from autogk_git.bench import refproof; "
          "sys.exit(refproof.entry(sys.argv[2:]))")
-
-
-def source_in(folder: Path) -> str | None:
-    """The fast reference in a target's folder, or None."""
-    p = Path(folder) / FILE
-    return p.read_text() if p.is_file() else None
-
-
-def key(definition: dict[str, Any], workloads: list[dict[str, Any]], fast: str, generator: str | None) -> str:
-    blob = json.dumps([VERSION, definition, workloads, fast, generator], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def proof_dir(environ=None) -> Path:
-    return env.home(environ) / ".cache" / "autogk" / "reference-proofs"
-
-
-def records(k: str) -> list[dict[str, Any]]:
-    """Every record made for key k (one per device kind it was proven on)."""
-    out = []
-    for p in sorted(proof_dir().glob(f"{k}-*.json")):
-        try:
-            out.append(json.loads(p.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue  # a torn or foreign file proves nothing
-    return out
-
-
-def standing(recs: list[dict[str, Any]]) -> tuple[set[str], dict[str, str]]:
-    """(workloads proven on some device, {workload: why} for those where the fast reference disagreed)."""
-    proven, differs = set(), {}
-    for r in recs:
-        for uuid, w in r.get("workloads", {}).items():
-            if w["status"] == "agrees":
-                proven.add(uuid)
-            elif w["status"] in ("differs", "error"):
-                differs[uuid] = w.get("why", "")
-    return proven, differs
-
-
-def for_job(definition: dict[str, Any], all_workloads: list[dict[str, Any]], folder: Path, generator: str | None,
-            job_workloads: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What a job carries to judge with the fast reference ({"file", "source", "proof"}), or None: the
-    target has none, it is not proven on every workload of the job, or it disagreed anywhere."""
-    fast = source_in(folder)
-    if fast is None:
-        return None
-    k = key(definition, all_workloads, fast, generator)
-    proven, differs = standing(records(k))
-    if differs or not job_workloads or any(w["uuid"] not in proven for w in job_workloads):
-        return None
-    return {"file": FILE, "source": fast, "proof": k[:12]}
 
 
 def check(definition: dict[str, Any], workloads: list[dict[str, Any]], folder: Path, generator: str | None,
