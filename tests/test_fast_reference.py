@@ -24,17 +24,37 @@ def no_tracking(monkeypatch):
     monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "0")
 
 
+# Small shapes of each DSA layout (decode, prefill, a pool smaller than a row's top-k, one token), run
+# besides the bundled workloads: those may all be above the CPU's size limit (contest-sized caches).
+SMALL_AXES = {
+    "num_tokens": [{"num_tokens": 1, "num_pages": 8}, {"num_tokens": 3, "num_pages": 20},
+                   {"num_tokens": 40, "num_pages": 6}, {"num_tokens": 70, "num_pages": 1}],
+    "batch_size": [{"batch_size": 1, "max_num_pages": 3, "num_pages": 3},
+                   {"batch_size": 5, "max_num_pages": 40, "num_pages": 90},
+                   {"batch_size": 60, "max_num_pages": 4, "num_pages": 8}],
+}
+
+
 def bundled(name: str) -> tuple[dict, list[dict], str | None]:
+    """The definition, every workload of every bundled set (workloads*.jsonl), and inputs.py."""
     d = EXAMPLES / name
-    wls = [json.loads(line)["workload"] for line in (d / "workloads.jsonl").read_text().splitlines() if line.strip()]
+    wls = [json.loads(line)["workload"] for f in sorted(d.glob("workloads*.jsonl"))
+           for line in f.read_text().splitlines() if line.strip()]
     gen = d / "inputs.py"
     return json.loads((d / "definition.json").read_text()), wls, gen.read_text() if gen.exists() else None
 
 
-def prove_bundled(name: str, max_numel: int) -> dict:
+def small(definition: dict, wls: list[dict]) -> list[dict]:
+    first = next(iter(definition["axes"]))
+    return [{**wls[0], "uuid": f"small-{i}", "axes": axes}
+            for i, axes in enumerate(SMALL_AXES.get(first, []))]
+
+
+def prove_bundled(name: str, max_numel: int, extra: bool = False) -> dict:
     from autogk_git.bench import refproof
     definition, wls, gen = bundled(name)
-    job = {"definition": definition, "workloads": wls, "fast": (EXAMPLES / name / "reference.py").read_text(),
+    job = {"definition": definition, "workloads": wls + (small(definition, wls) if extra else []),
+           "fast": (EXAMPLES / name / "reference.py").read_text(),
            "generator": gen, "blob_root": str(EXAMPLES / name), "cpu_max_numel": max_numel}
     return refproof.prove(job)
 
@@ -49,9 +69,9 @@ def test_a_bundled_fast_reference_agrees_on_every_workload_the_cpu_runs(name):
     from autogk_git.bench.job import numel
     limit = config.parse({}).bench.cpu_max_numel
     definition, wls, _ = bundled(name)
-    rec = prove_bundled(name, limit)
-    fits = [w["uuid"] for w in wls if numel(definition, w) <= limit]
-    assert fits, "no bundled workload fits the CPU: the test would prove nothing"
+    rec = prove_bundled(name, limit, extra=True)
+    fits = [w["uuid"] for w in wls + small(definition, wls) if numel(definition, w) <= limit]
+    assert len(fits) >= 3, "too few workloads fit the CPU: the test would prove little"
     got = rec["workloads"]
     assert {u for u, w in got.items() if w["status"] == "agrees"} == set(fits), got
     for u, w in got.items():
