@@ -115,10 +115,11 @@ def main() -> int:
     rows = []
     for name in a.targets.split(","):
         rows += bench_target(name, a.device, a.reps, limit)
-        done = [r for r in rows if r["target"] == name and "skipped" not in r]
+        mine = [r for r in rows if r["target"] == name]
+        done = [r for r in mine if "skipped" not in r]
         if done:
             s, f = sum(r["definition_s"] for r in done), sum(r["fast_s"] for r in done)
-            print(f"{name}: {len(done)} workload(s) timed, {len(rows) - len(done)} skipped so far; one call on each: "
+            print(f"{name}: {len(done)} workload(s) timed, {len(mine) - len(done)} skipped; one call on each: "
                   f"definition {s:.3f} s, fast {f:.3f} s (x{s / f:.1f})")
     if a.out:
         a.out.write_text(json.dumps({"device": a.device, "torch": torch.__version__, "rows": rows}, indent=1))
