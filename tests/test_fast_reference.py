@@ -45,9 +45,11 @@ def bundled(name: str) -> tuple[dict, list[dict], str | None]:
 
 
 def small(definition: dict, wls: list[dict]) -> list[dict]:
+    """SMALL_AXES as workloads: the bundled ones' scalar literals, nothing else of theirs (a workload may
+    carry a layout of its own sized for its axes)."""
     first = next(iter(definition["axes"]))
-    return [{**wls[0], "uuid": f"small-{i}", "axes": axes}
-            for i, axes in enumerate(SMALL_AXES.get(first, []))]
+    scalars = {k: v for k, v in wls[0].get("inputs", {}).items() if v.get("type") == "scalar"}
+    return [{"uuid": f"small-{i}", "axes": axes, "inputs": scalars} for i, axes in enumerate(SMALL_AXES.get(first, []))]
 
 
 def prove_bundled(name: str, max_numel: int, extra: bool = False) -> dict:
