@@ -50,7 +50,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 # The files that judge a kernel: never editable, whatever `[agent] editable` says (a glob such as `*.py`
 # would otherwise reach the generator and its compare rules). Globs relative to the target's folder.
-JUDGE_FILES = ("definition.json", "workloads.jsonl", "inputs.py", "*.safetensors", "blob/*", "blobs/*")
+# reference.py: the target's fast reference, trusted once proven equal to the definition's (bench/refproof.py).
+FAST_REFERENCE = "reference.py"
+JUDGE_FILES = ("definition.json", "workloads.jsonl", "inputs.py", FAST_REFERENCE, "*.safetensors", "blob/*", "blobs/*")
 
 
 def editable_match(repo_path: str, target_rel: str, globs: list[str]) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from autogk_git import config as config_mod
 from autogk_git import env
 from autogk_git.errors import AutogkError, TargetError
-from autogk_git.project import Target, check_definition, check_unique, check_workload, read_jsonl, read_text
+from autogk_git.project import FAST_REFERENCE, Target, check_definition, check_unique, check_workload, read_jsonl, read_text
 
 DEFAULT_VAR_VALUES = (1, 16, 128)
 Say = Callable[[str], None]
@@ -314,6 +314,13 @@ def prepare(definition_file: Path | None, workloads_file: Path | None, example: 
     return Source(tname, definition, src_dir, read, definition_file)
 
 
+def cpu_max_numel(top: Path | None) -> int:
+    """[bench] cpu_max_numel of the project at top (its default before one exists), as reference_timeout."""
+    if top is not None and (top / config_mod.CONFIG_NAME).exists():
+        return config_mod.load(top).bench.cpu_max_numel
+    return config_mod.parse({}).bench.cpu_max_numel
+
+
 def reference_timeout(top: Path | None) -> float:
     """[bench] reference_timeout_s of the project at top (its default, with environment overrides, before one exists)."""
     if top is not None and (top / config_mod.CONFIG_NAME).exists():
@@ -359,8 +366,9 @@ def target_files(source: Source, target: Target, kernel_file: Path | None, say: 
         "program.md": (src_dir / "program.md").read_text() if src_dir and (src_dir / "program.md").exists()
         else program_md(definition),
     }
-    if src_dir and (src_dir / "inputs.py").exists():
-        files["inputs.py"] = (src_dir / "inputs.py").read_text()
+    for extra in ("inputs.py", FAST_REFERENCE):  # the generator and compare rules; the fast reference
+        if src_dir and (src_dir / extra).exists():
+            files[extra] = (src_dir / extra).read_text()
     return Contents(files, blobs, [line["workload"] for line in wl_lines])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from autogk_git.bench import proofs
 from autogk_git.project import Target
 
 SCHEMA_VERSION = 1
@@ -73,13 +74,18 @@ def timed_settings(config) -> dict[str, Any]:
 
 def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],
              workloads: list[dict[str, Any]], settings: dict[str, Any], seed: int) -> dict[str, Any]:
+    generator = target.generator_source()
+    # The target's fast reference, only where it was proven equal to the definition's on every workload
+    # of this job (bench/refproof.py); otherwise the judge runs the definition's own.
+    fast = proofs.for_job(target.definition, target.workloads, target.dir, generator, workloads)
     return {
         "version": SCHEMA_VERSION,
         "stage": stage,
         "definition": target.definition,
         "workloads": workloads,
         "sources": sources,
-        "generator": target.generator_source(),
+        "generator": generator,
+        **({"fast_reference": fast} if fast else {}),
         "blob_root": str(target.dir),
         "settings": settings,
         "seed": seed,

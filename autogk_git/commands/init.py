@@ -152,7 +152,7 @@ def check_reference(source: scaffold.Source, contents: scaffold.Contents, top: P
     """The definition's reference run and checked on the smallest workload before anything is written."""
     import tempfile
 
-    from autogk_git.bench import refcheck
+    from autogk_git.bench import refcheck, refproof
     definition = source.definition
     where = str(source.definition_file) if source.definition_file else f"the definition of {source.name}"
     generator = contents.files.get("inputs.py")
@@ -163,7 +163,14 @@ def check_reference(source: scaffold.Source, contents: scaffold.Contents, top: P
             (Path(tmp) / "blobs").mkdir()
             for src, _ in contents.blobs:
                 (Path(tmp) / "blobs" / src.name).symlink_to(src.resolve())
-        return refcheck.check(definition, contents.workloads, where, scaffold.reference_timeout(top), generator, Path(tmp))
+        line = refcheck.check(definition, contents.workloads, where, scaffold.reference_timeout(top), generator, Path(tmp))
+        if scaffold.FAST_REFERENCE in contents.files:  # proven before anything is written (bench/refproof.py)
+            (Path(tmp) / scaffold.FAST_REFERENCE).write_text(contents.files[scaffold.FAST_REFERENCE])
+            proof = refproof.check(definition, contents.workloads, Path(tmp), generator,
+                                   where if where.endswith("definition.json") else "definition.json",
+                                   scaffold.reference_timeout(top), scaffold.cpu_max_numel(top))
+            line = f"{line}\n{proof}"
+        return line
 
 
 class Undo:

@@ -1,8 +1,9 @@
 """The target as the trunk holds it: what judges an experiment is read from its parent commit.
 
 An experiment is a commit; its checkout (a person's worktree, a linked one, the loop's) is not evidence.
-The definition, the workloads and their blobs, the generator and compare rules (`inputs.py`) and
-`.autogk.toml` that judge it come from the commit it branched from, read through git; and an experiment
+The definition, the workloads and their blobs, the generator and compare rules (`inputs.py`), the fast
+reference (`reference.py`, bench/refproof.py) and `.autogk.toml` that judge it come from the commit it
+branched from (the whole target folder is written out from it), read through git; and an experiment
 whose diff against that parent touches anything but its editable files is invalid, however it was
 committed (`--no-verify` skips the pre-commit guard; a side branch, a rebase or a hand-edited trailer
 can move the parent off the trunk). The loop checks this before the benchmark (loop/experiment.assess)
@@ -135,6 +136,6 @@ def judge_for(project: Project, target_name: str, sha: str, parent: str | None) 
                         f"from {project.trunk} or one of its experiments and commit the kernel change alone")
     elif judge.offending:
         judge.reason = (f"it changes files outside {target.rel}/{{{','.join(target.editable)}}} ([agent] editable): "
-                        f"{', '.join(judge.offending)}; the definition, workloads, inputs.py and .autogk.toml come "
+                        f"{', '.join(judge.offending)}; the definition, workloads, inputs.py, reference.py and .autogk.toml come "
                         f"from the trunk. Commit those on {project.trunk}, then the kernel change alone on a branch")
     return judge

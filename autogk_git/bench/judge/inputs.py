@@ -124,8 +124,16 @@ def trial_seed(job: dict, wl_index: int, trial: int) -> int:
     return int(job.get("seed", 0)) * 1_000_003 + wl_index * 1009 + trial
 
 
-def load_reference(definition: dict):
-    ns: dict = {"__name__": "autogk_reference"}
+def load_reference(definition: dict, fast: dict | None = None):
+    """The definition's reference `run`; with fast ({"file", "source"}: what a job carries once the host
+    proved the target's fast reference equal to it, bench/refproof.py), that one's `run` instead."""
+    if fast:
+        ns: dict = {"__name__": "autogk_fast_reference"}
+        exec(compile(fast["source"], fast.get("file", "reference.py"), "exec"), ns)
+        run = ns["run"]
+        run.autogk_what = f"the fast reference ({fast.get('file', 'reference.py')}, proven equal to the definition's)"
+        return run
+    ns = {"__name__": "autogk_reference"}
     exec(compile(definition["reference"], "<reference>", "exec"), ns)
     return ns["run"]
 
@@ -143,7 +151,8 @@ def reference_outputs(reference, args: list) -> tuple:
         with torch.no_grad():
             return as_tuple(reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
     except Exception as e:  # the harness's fault, not the kernel's
-        raise HarnessFailure(f"the reference raised: {short_tb(e)}") from e
+        what = getattr(reference, "autogk_what", "the reference")
+        raise HarnessFailure(f"{what} raised: {short_tb(e)}") from e
 
 
 def refill(args: list, fresh: list) -> bool:

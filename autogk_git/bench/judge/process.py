@@ -281,10 +281,11 @@ def main(argv: list[str]) -> int:
                 emit(event="fatal", message=f"the target's inputs.py failed to import: {short_tb(e)}")
                 return 2
         inputs = Inputs(job, device, gen_module)
-        reference = load_reference(job["definition"])
+        reference = load_reference(job["definition"], job.get("fast_reference"))
         ready_kernels(remote)
         emit(event="env", environment={**environment(device),
-                                       "sandbox": sorted({k.sandbox for k in remote.values() if k.sandbox})})
+                                       "sandbox": sorted({k.sandbox for k in remote.values() if k.sandbox}),
+                                       "reference": reference_used(job)})
         phase("start", T_START)
         kernels = {label: (k, k.load_error) for label, k in remote.items()}
         if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
@@ -301,6 +302,12 @@ def main(argv: list[str]) -> int:
         end_children()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def reference_used(job: dict) -> str:
+    """Which reference made the expected outputs, for the result's environment record."""
+    fast = job.get("fast_reference")
+    return f"{fast['file']} (proven equal to the definition's, proof {fast['proof']})" if fast else "definition"
 
 
 def entry(argv: list[str]) -> int:

@@ -1,0 +1,69 @@
+"""The fast reference's proof records: where they live, what they say, and what a job may carry.
+
+bench/refproof.py makes the records (the proof, in a process of its own); this module only reads them,
+so that bench/job.py can ask, for every job it makes, whether the target's reference.py is proven on
+every workload of the job. See refproof.py for the whole story.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from autogk_git import env
+from autogk_git.project import FAST_REFERENCE as FILE
+
+VERSION = 1  # of the proof's method: a record made by another method is made again
+
+
+def source_in(folder: Path) -> str | None:
+    """The fast reference in a target's folder, or None."""
+    p = Path(folder) / FILE
+    return p.read_text() if p.is_file() else None
+
+
+def key(definition: dict[str, Any], workloads: list[dict[str, Any]], fast: str, generator: str | None) -> str:
+    blob = json.dumps([VERSION, definition, workloads, fast, generator], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def proof_dir(environ=None) -> Path:
+    return env.home(environ) / ".cache" / "autogk" / "reference-proofs"
+
+
+def records(k: str) -> list[dict[str, Any]]:
+    """Every record made for key k (one per device kind it was proven on)."""
+    out = []
+    for p in sorted(proof_dir().glob(f"{k}-*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue  # a torn or foreign file proves nothing
+    return out
+
+
+def standing(recs: list[dict[str, Any]]) -> tuple[set[str], dict[str, str]]:
+    """(workloads proven on some device, {workload: why} for those where the fast reference disagreed)."""
+    proven, differs = set(), {}
+    for r in recs:
+        for uuid, w in r.get("workloads", {}).items():
+            if w["status"] == "agrees":
+                proven.add(uuid)
+            elif w["status"] in ("differs", "error"):
+                differs[uuid] = w.get("why", "")
+    return proven, differs
+
+
+def for_job(definition: dict[str, Any], all_workloads: list[dict[str, Any]], folder: Path, generator: str | None,
+            job_workloads: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a job carries to judge with the fast reference ({"file", "source", "proof"}), or None: the
+    target has none, it is not proven on every workload of the job, or it disagreed anywhere."""
+    fast = source_in(folder)
+    if fast is None:
+        return None
+    k = key(definition, all_workloads, fast, generator)
+    proven, differs = standing(records(k))
+    if differs or not job_workloads or any(w["uuid"] not in proven for w in job_workloads):
+        return None
+    return {"file": FILE, "source": fast, "proof": k[:12]}
