@@ -1,4 +1,5 @@
-"""MLflow: the only module that imports mlflow. Result notes are the source of truth; this mirrors them.
+"""MLflow runs (with `traces.py`, the only modules that import mlflow). Result notes are the source of
+truth; this mirrors them.
 
 One MLflow experiment per target (`autogk/<target>`), one run per autogk experiment, found again by
 its `autogk.commit` tag so that logging twice (the loop, then `autogk sync`) updates, never duplicates.
@@ -153,6 +154,12 @@ def _experiment_id(client, project, target: str) -> str:
                                           VIEW_TAG: view_state()})
 
 
+def target_experiment(project, target: str) -> tuple[Any, str]:
+    """(client, experiment id) of `autogk/<target>`, made on first use (what a trace is written into)."""
+    client = _client(project)
+    return client, _experiment_id(client, project, target)
+
+
 def _find_run(client, exp_id: str, commit: str):
     runs = client.search_runs([exp_id], filter_string=f"tags.`{TAG_COMMIT}` = '{commit}'", max_results=1)
     return runs[0] if runs else None
@@ -247,6 +254,42 @@ def _params(result: dict[str, Any]) -> dict[str, str]:
     return params
 
 
+def bench_window(result: dict[str, Any]) -> tuple[int, int] | None:
+    """(start, end) of the benchmark in epoch milliseconds, from the note: the run's Duration in the UI
+    is the benchmark's wall time, not the moment it was logged (a sync after a clone logs years later)."""
+    import datetime as dt
+    try:
+        end = dt.datetime.fromisoformat(str(result["created"])).timestamp()
+    except (KeyError, ValueError):
+        return None
+    wall = (result.get("cost") or {}).get("bench_wall_s")
+    wall = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0 else 0.0
+    return int((end - wall) * 1000), int(end * 1000)
+
+
+def trace_of(result: dict[str, Any]) -> str | None:
+    """The id of the agent's conversation trace (tracking/traces.py), which the agent put in its usage."""
+    tid = (result.get("cost") or {}).get("trace_id")
+    return tid if isinstance(tid, str) and tid else None
+
+
+def _link_trace(client, run_id: str, result: dict[str, Any]) -> None:
+    """Show the agent's conversation on the experiment's run, tagged with what it became. A note from
+    another clone names a trace this store never had: nothing to link, and nothing is wrong."""
+    tid = trace_of(result)
+    if tid is None:
+        return
+    try:
+        client.get_trace(tid)
+    except Exception:  # noqa: BLE001 - MLflow raises its own not-found error; the trace is elsewhere
+        return
+    client.link_traces_to_run([tid], run_id)
+    verdict = (result.get("verdict") or {}).get("decision", "")
+    for k, v in {TAG_COMMIT: result["commit"], "autogk.verdict": verdict,
+                 "autogk.hypothesis": (result.get("hypothesis") or "")[:250]}.items():
+        client.set_trace_tag(tid, k, v)
+
+
 def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
     """Create or update the run for one result note; returns the run id.
 
@@ -260,8 +303,10 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
     run = None if known_new else _find_run(client, exp_id, result["commit"])
     verdict = result.get("verdict", {})
     tags = _tags(result)
+    window = bench_window(result)
     if run is None:
-        run = client.create_run(exp_id, tags=tags, run_name=tags["mlflow.runName"])
+        run = client.create_run(exp_id, tags=tags, run_name=tags["mlflow.runName"],
+                                start_time=window[0] if window else None)
         run_id = run.info.run_id
         params = [Param(k, v) for k, v in _params(result).items()]
     else:
@@ -284,7 +329,9 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
         if plan:
             (d / "plan.md").write_text(plan)
         client.log_artifacts(run_id, str(d))
-    client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED")
+    client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED",
+                          end_time=window[1] if window else None)
+    _link_trace(client, run_id, result)
     supersede(client, exp_id, project.root, result)
     return run_id
 
@@ -569,14 +616,17 @@ def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
     done = 0
     for start in range(0, len(results), SYNC_CHUNK):
         chunk = results[start:start + SYNC_CHUNK]
-        _insert_runs(project, store, exps, chunk, _run_files(project, chunk))
+        linked = _insert_runs(project, store, exps, chunk, _run_files(project, chunk))
+        for run_id, result in linked:  # the few with an agent's trace in this store
+            _link_trace(client, run_id, result)
         done += len(chunk)
         if progress:
             progress(done, len(results), chunk[-1])
     return done
 
 
-def _insert_runs(project, store, exps, chunk, files) -> None:
+def _insert_runs(project, store, exps, chunk, files) -> list[tuple[str, dict[str, Any]]]:
+    """Insert the chunk's runs; returns (run id, result) of those whose note names an agent's trace."""
     import getpass
     import time
     import uuid
@@ -589,17 +639,20 @@ def _insert_runs(project, store, exps, chunk, files) -> None:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = None
-    runs, tags, params, metrics = [], [], [], []
+    runs, tags, params, metrics, traced = [], [], [], [], []
     for result in chunk:
         run_id = uuid.uuid4().hex
+        start, end = bench_window(result) or (now, now)
+        if trace_of(result):
+            traced.append((run_id, result))
         exp = exps[result["target"]]
         art_uri = f"{exp.artifact_location.rstrip('/')}/{run_id}/artifacts"
         verdict = result.get("verdict", {})
         run_tags = _tags(result)
         runs.append({"run_uuid": run_id, "name": run_tags["mlflow.runName"], "source_type": "UNKNOWN",
                      "source_name": "", "entry_point_name": "", "user_id": user,
-                     "status": "FINISHED" if verdict.get("decision") else "FAILED", "start_time": now,
-                     "end_time": now, "deleted_time": None, "source_version": "", "lifecycle_stage": "active",
+                     "status": "FINISHED" if verdict.get("decision") else "FAILED", "start_time": start,
+                     "end_time": end, "deleted_time": None, "source_version": "", "lifecycle_stage": "active",
                      "artifact_uri": art_uri, "experiment_id": int(exp.experiment_id)})
         tags += [{"key": k, "value": v, "run_uuid": run_id} for k, v in run_tags.items()]
         params += [{"key": k, "value": v, "run_uuid": run_id} for k, v in _params(result).items()]
@@ -619,3 +672,4 @@ def _insert_runs(project, store, exps, chunk, files) -> None:
         if metrics:
             session.execute(SqlMetric.__table__.insert(), metrics)
             session.execute(SqlLatestMetric.__table__.insert(), metrics)
+    return traced
