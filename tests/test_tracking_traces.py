@@ -124,17 +124,18 @@ def test_the_trace_is_linked_to_the_experiments_run_and_its_duration_is_the_benc
     report = json.loads(autogk_in(project, "iterate", "-n", "1", "--agent", "anthropic", "--json").stdout)
     [exp] = report["experiments"]
     note = notes_json(project, exp["commit"])
-    tid = note["cost"]["trace_id"]
     c, exp_id, _ = traces_of(project)
     [run] = c.search_runs([exp_id], filter_string=f"tags.`autogk.commit` = '{exp['commit']}'")
-    linked = c.search_traces(locations=[exp_id], run_id=run.info.run_id)
-    assert [t.info.trace_id for t in linked] == [tid]
-    tags = linked[0].info.tags
-    assert tags["autogk.commit"] == exp["commit"] and tags["autogk.verdict"] == exp["decision"]
     # Duration (end - start) is the benchmark's wall time from the note, not the moment of logging.
     wall_ms = note["cost"]["bench_wall_s"] * 1000
     assert wall_ms > 500
     assert abs((run.info.end_time - run.info.start_time) - wall_ms) < 5, (run.info.start_time, run.info.end_time)
+    # The run's Traces tab shows the conversation, which is tagged with what it became.
+    tid = note["cost"]["trace_id"]
+    linked = c.search_traces(locations=[exp_id], run_id=run.info.run_id)
+    assert [t.info.trace_id for t in linked] == [tid]
+    tags = linked[0].info.tags
+    assert tags["autogk.commit"] == exp["commit"] and tags["autogk.verdict"] == exp["decision"]
 
     # A sync into a new store (after a clone: the same notes, no trace there) gives the same Duration.
     other = f"sqlite:///{project / 'mlruns' / 'other.db'}"
