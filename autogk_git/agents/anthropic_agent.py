@@ -73,8 +73,10 @@ def _plain(block) -> dict[str, Any]:
 class Conversation:
     """One tool-use conversation under a turn budget, a token budget and bounded retries."""
 
-    def __init__(self, config, model: str, say: Callable[[str], None] | None = None, client=None) -> None:
+    def __init__(self, config, model: str, say: Callable[[str], None] | None = None, client=None,
+                 trace=None) -> None:
         self.config = config
+        self.trace = trace  # the conversation's root span (tracking/traces.py), or None: not traced
         self.model = model
         self.say = say or (lambda s: None)
         self.meter = Meter(model, dict(config.agent.prices))
@@ -83,7 +85,14 @@ class Conversation:
         self.t0 = time.monotonic()
 
     def usage(self) -> dict[str, Any]:
-        return {**self.meter.as_usage(), "turns": self.turns, "agent_s": round(time.monotonic() - self.t0, 2)}
+        out = {**self.meter.as_usage(), "turns": self.turns, "agent_s": round(time.monotonic() - self.t0, 2)}
+        if self.trace is not None and self.trace.trace_id:
+            out["trace_id"] = self.trace.trace_id  # read by the MLflow logging, which links it to the run
+        return out
+
+    def _span(self, name: str, kind: str, inputs: Any):
+        from autogk_git.tracking.traces import NoSpan
+        return self.trace.child(name, kind, inputs) if self.trace is not None else NoSpan()
 
     def create(self, **kw):
         """One Messages API request with bounded retries on transient failures."""
@@ -130,14 +139,38 @@ class Conversation:
             finish: str, max_turns: int, max_tokens: int = 0,
             on_finish: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, Any]:
         """Talk until the model calls `finish` (whose input is returned) or a budget runs out."""
+        try:
+            done = self._run(system, first, tool_defs, handlers, finish, max_turns, max_tokens, on_finish)
+        except BaseException as e:
+            if self.trace is not None:
+                self.trace.end({"usage": self.usage()}, error=f"{type(e).__name__}: {e}")
+            raise
+        if self.trace is not None:
+            self.trace.end({"finish": done, "usage": self.usage()})
+        return done
+
+    def _run(self, system: str, first: str, tool_defs: list[dict[str, Any]], handlers: Handlers,
+             finish: str, max_turns: int, max_tokens: int = 0,
+             on_finish: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, Any]:
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": first}]}]
         system_blocks = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         while self.turns < max_turns:
             self.turns += 1
             _cache_last(messages)
-            resp = self.create(model=self.model, max_tokens=self.config.agent.max_output_tokens,
-                               system=system_blocks, messages=messages, tools=tool_defs)
+            # A span holds what is new since the last call (the whole list grows by one message a turn).
+            span = self._span(f"model call {self.turns}", "CHAT_MODEL",
+                              {"model": self.model, "turn": self.turns, "messages": messages[-1:]})
+            before = len(self.meter.requests), self.meter.retries
+            try:
+                resp = self.create(model=self.model, max_tokens=self.config.agent.max_output_tokens,
+                                   system=system_blocks, messages=messages, tools=tool_defs)
+            except BaseException as e:
+                span.end(error=f"{type(e).__name__}: {e}", retries=self.meter.retries - before[1])
+                raise
             blocks = list(resp.content or [])
+            cost = self.meter.requests[-1] if len(self.meter.requests) > before[0] else {}
+            span.end({"role": "assistant", "content": [_plain(b) for b in blocks], "stop_reason": resp.stop_reason},
+                     retries=self.meter.retries - before[1], **{f"usage.{k}": v for k, v in cost.items()})
             messages.append({"role": "assistant", "content": [_plain(b) for b in blocks] or
                              [{"type": "text", "text": "(no content)"}]})
             if max_tokens and self.meter.tokens >= max_tokens:
@@ -163,7 +196,9 @@ class Conversation:
                         if not problem:
                             done = args
                 else:
+                    span = self._span(f"tool {b.name}", "TOOL", args)
                     content, err = tools.dispatch(handlers, b.name, args)
+                    span.end(content, error=content[:500] if err else None)
                 self.say(f"  [turn {self.turns}] {b.name}{_brief(args)}{' -> error: ' + content[:120] if err else ''}")
                 results.append({"type": "tool_result", "tool_use_id": b.id, "content": content, "is_error": err})
             if done is not None:
@@ -233,7 +268,12 @@ class AnthropicAgent:
         inspector = None
         if "workloads" in ctx.artifacts and ctx.artifacts["workloads"].exists():
             inspector = ctx.artifacts["workloads"].read_text()
-        conv = Conversation(cfg, cfg.agent.model, ctx.say, self.client)
+        system = prompts.system_prompt(target.name, program, list(target.editable), target.rel)
+        first = prompts.task_message(ctx, target.kernel_source(), inspector)
+        tool_defs = tools.READ_TOOLS + tools.WRITE_TOOLS
+        trace = _trace(ctx, {"model": cfg.agent.model, "system": system, "first_message": first,
+                             "tools": [t["name"] for t in tool_defs]})
+        conv = Conversation(cfg, cfg.agent.model, ctx.say, self.client, trace=trace)
 
         def on_finish(args: dict[str, Any]) -> str | None:
             if args.get("nothing_left") is True and not _changed(ctx):
@@ -246,9 +286,7 @@ class AnthropicAgent:
                         "(or call finish with nothing_left=true if there is nothing worth trying)")
             return None
 
-        args = conv.run(prompts.system_prompt(target.name, program, list(target.editable), target.rel),
-                        prompts.task_message(ctx, target.kernel_source(), inspector),
-                        tools.READ_TOOLS + tools.WRITE_TOOLS, self._handlers(ctx, box), "finish",
+        args = conv.run(system, first, tool_defs, self._handlers(ctx, box), "finish",
                         cfg.agent.max_turns, cfg.agent.max_tokens, on_finish)
         usage = conv.usage()
         if args.get("nothing_left") is True and not _changed(ctx):
@@ -259,6 +297,24 @@ class AnthropicAgent:
         if ctx.plan_id:
             rationale += f"\nFollows the research plan on {ctx.plan_id[:10]}.\n"
         return Proposal(hyp, rationale, usage=usage)
+
+
+def _trace(ctx: Context, inputs: dict[str, Any]):
+    """The root span of this experiment's conversation in MLflow (tracking/traces.py), secrets hidden."""
+    import os
+
+    from autogk_git.bench.judge import hygiene
+    from autogk_git.project import Project
+    from autogk_git.tracking import traces
+
+    # The API key by name, and every variable whose name looks secret (the judge's own rule).
+    hide = [api_key() or "", *hygiene.secret_values(os.environ)]
+    try:
+        project = Project(ctx.worktree)
+    except Exception:  # noqa: BLE001 - no project to trace into (a bare checkout): the agent works untraced
+        return None
+    return traces.start_conversation(project, ctx.target.name, ctx.number, AnthropicAgent.name, inputs, hide,
+                                     ctx.say or (lambda s: None))
 
 
 def _changed(ctx: Context) -> bool:

@@ -82,6 +82,8 @@ def benchmark_pick(project: Project, row: ledger.Row, new: str, old_tip: str, br
         verdict=verdict, kernel_src=cand.get("kernel.py", ""), parent_src=parent.get("kernel.py", ""), started=t0,
         picked_from={"commit": row.commit, "experiment": row.number, "state": row.state, "decision": row.decision})
     summaries.write_result(project.root, result)
+    from autogk_git.loop.experiment import log_to_tracking
+    log_to_tracking(project, result, say)  # its own run in autogk/<target>/picks; the copied run is tagged
     return result
 
 

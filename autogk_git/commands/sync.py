@@ -67,7 +67,8 @@ def current(project: Project, results: list[dict]) -> list[dict]:
     from autogk_git.tracking.mlflow_store import live
     groups: dict[tuple, list[dict]] = {}
     for r in results:
-        groups.setdefault((r["target"], r.get("experiment", 0)), []).append(r)
+        # A pick's or a bisect's note (`kind`) never stands for the experiment whose number it carries.
+        groups.setdefault((r["target"], r.get("kind"), r.get("experiment", 0)), []).append(r)
     out = []
     for items in groups.values():
         if len(items) > 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from autogk_git.git.run import git, git_env, git_ok, git_proc
+from autogk_git.git.run import git, git_env, git_ok, git_proc, identity_env
 from autogk_git.git.worktrees import worktrees  # noqa: F401  (its home is worktrees.py)
 
 
@@ -152,12 +152,13 @@ def read_note(root: Path, notes_ref: str, commit: str) -> str | None:
 
 
 def write_note(root: Path, notes_ref: str, commit: str, text: str) -> None:
-    git("notes", "--ref", notes_ref, "add", "-f", "-F", "-", commit, cwd=root, input=text)
+    # A note is a commit on the notes ref: it needs an identity, which a new user may not have set yet.
+    git("notes", "--ref", notes_ref, "add", "-f", "-F", "-", commit, cwd=root, input=text, env=identity_env(root))
 
 
 def attach_note(root: Path, notes_ref: str, commit: str, blob: str) -> None:
     """Make the blob (exactly, no message clean-up) commit's note, replacing any."""
-    git("notes", "--ref", notes_ref, "add", "-f", "-C", blob, commit, cwd=root)
+    git("notes", "--ref", notes_ref, "add", "-f", "-C", blob, commit, cwd=root, env=identity_env(root))
 
 
 def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, str] | None = None) -> None:

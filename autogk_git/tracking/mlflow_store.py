@@ -1,4 +1,5 @@
-"""MLflow: the only module that imports mlflow. Result notes are the source of truth; this mirrors them.
+"""MLflow runs (with `traces.py`, the only modules that import mlflow). Result notes are the source of
+truth; this mirrors them.
 
 One MLflow experiment per target (`autogk/<target>`), one run per autogk experiment, found again by
 its `autogk.commit` tag so that logging twice (the loop, then `autogk sync`) updates, never duplicates.
@@ -153,6 +154,38 @@ def _experiment_id(client, project, target: str) -> str:
                                           VIEW_TAG: view_state()})
 
 
+def target_experiment(project, target: str) -> tuple[Any, str]:
+    """(client, experiment id) of `autogk/<target>`, made on first use (what a trace is written into)."""
+    client = _client(project)
+    return client, _experiment_id(client, project, target)
+
+
+# Results that are not experiments (`kind`: a pick onto another branch, a bisect's commit on the trunk)
+# have runs of their own in `autogk/<target>/<kind>s`, so the target's table keeps one row per experiment
+# (a pick's run there read as a second "0001 KEEP"). The run a pick copied is tagged with where it went.
+SIDE_KINDS = ("pick", "bisect")
+
+
+def _experiment_for(client, project, result: dict[str, Any]) -> str:
+    kind = result.get("kind")
+    if kind:
+        return _side_experiment(client, project, result["target"], f"{kind}s")
+    return _experiment_id(client, project, result["target"])
+
+
+def _tag_picked_run(client, project, result: dict[str, Any]) -> None:
+    """On the run of the experiment a pick copied: `autogk.picked_onto` = 'branch commit' (each pick)."""
+    src = (result.get("picked_from") or {}).get("commit")
+    exp = client.get_experiment_by_name(experiment_name(result["target"]))
+    run = _find_run(client, exp.experiment_id, src) if src and exp is not None else None
+    if run is None:
+        return
+    onto = f"{result.get('branch') or '?'} {result['commit'][:10]}"
+    have = [p for p in run.data.tags.get("autogk.picked_onto", "").split(", ") if p]
+    if onto not in have:
+        client.set_tag(run.info.run_id, "autogk.picked_onto", ", ".join([*have, onto])[:5000])
+
+
 def _find_run(client, exp_id: str, commit: str):
     runs = client.search_runs([exp_id], filter_string=f"tags.`{TAG_COMMIT}` = '{commit}'", max_results=1)
     return runs[0] if runs else None
@@ -217,6 +250,10 @@ def key_figures(result: dict[str, Any]) -> dict[str, float]:
 def run_name(result: dict[str, Any]) -> str:
     """`0003 KEEP 1a2b3c4 tune: BLOCK 64 -> 128`: number, verdict and commit read in any runs view."""
     decision = ((result.get("verdict") or {}).get("decision") or "pending").upper()
+    if result.get("kind") or not isinstance(result.get("experiment"), int):
+        # `pick #0001 onto other-branch: ...` is the hypothesis of a pick; a bisect's names its commit
+        what = result.get("hypothesis") or f"{result.get('kind') or 'result'} of {result['commit'][:10]}"
+        return f"{decision} {result['commit'][:7]} {what}"[:250]
     return f"{result['experiment']:04d} {decision} {result['commit'][:7]} {result.get('hypothesis', '')}"[:250]
 
 
@@ -226,7 +263,8 @@ def _tags(result: dict[str, Any]) -> dict[str, str]:
         TAG_COMMIT: result["commit"], "autogk.branch": result.get("branch") or "",
         "autogk.parent": result.get("parent") or "", "autogk.verdict": verdict.get("decision", ""),
         "autogk.agent": result.get("agent", ""), "autogk.backend": result.get("backend", ""),
-        "autogk.number": f"{result['experiment']:04d}", "autogk.target": result["target"],
+        "autogk.number": f"{result['experiment']:04d}" if isinstance(result.get("experiment"), int) else "",
+        "autogk.target": result["target"], "autogk.kind": result.get("kind") or "experiment",
         "autogk.rule": verdict.get("rule", ""), "autogk.figures": verdict.get("figures", ""),
         "mlflow.runName": run_name(result), "autogk.commit_short": result["commit"][:10],
         "mlflow.note.content": f"{verdict.get('decision', '').upper()}: {verdict.get('reason', '')}",
@@ -252,6 +290,42 @@ def _params(result: dict[str, Any]) -> dict[str, str]:
     return params
 
 
+def bench_window(result: dict[str, Any]) -> tuple[int, int] | None:
+    """(start, end) of the benchmark in epoch milliseconds, from the note: the run's Duration in the UI
+    is the benchmark's wall time, not the moment it was logged (a sync after a clone logs years later)."""
+    import datetime as dt
+    try:
+        end = dt.datetime.fromisoformat(str(result["created"])).timestamp()
+    except (KeyError, ValueError):
+        return None
+    wall = (result.get("cost") or {}).get("bench_wall_s")
+    wall = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0 else 0.0
+    return int((end - wall) * 1000), int(end * 1000)
+
+
+def trace_of(result: dict[str, Any]) -> str | None:
+    """The id of the agent's conversation trace (tracking/traces.py), which the agent put in its usage."""
+    tid = (result.get("cost") or {}).get("trace_id")
+    return tid if isinstance(tid, str) and tid else None
+
+
+def _link_trace(client, run_id: str, result: dict[str, Any]) -> None:
+    """Show the agent's conversation on the experiment's run, tagged with what it became. A note from
+    another clone names a trace this store never had: nothing to link, and nothing is wrong."""
+    tid = trace_of(result)
+    if tid is None:
+        return
+    try:
+        client.get_trace(tid)
+    except Exception:  # noqa: BLE001 - MLflow raises its own not-found error; the trace is elsewhere
+        return
+    client.link_traces_to_run([tid], run_id)
+    verdict = (result.get("verdict") or {}).get("decision", "")
+    for k, v in {TAG_COMMIT: result["commit"], "autogk.verdict": verdict,
+                 "autogk.hypothesis": (result.get("hypothesis") or "")[:250]}.items():
+        client.set_trace_tag(tid, k, v)
+
+
 def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
     """Create or update the run for one result note; returns the run id.
 
@@ -261,12 +335,14 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
     from mlflow.entities import Metric, Param, RunTag
 
     client = _client(project)
-    exp_id = _experiment_id(client, project, result["target"])
+    exp_id = _experiment_for(client, project, result)
     run = None if known_new else _find_run(client, exp_id, result["commit"])
     verdict = result.get("verdict", {})
     tags = _tags(result)
+    window = bench_window(result)
     if run is None:
-        run = client.create_run(exp_id, tags=tags, run_name=tags["mlflow.runName"])
+        run = client.create_run(exp_id, tags=tags, run_name=tags["mlflow.runName"],
+                                start_time=window[0] if window else None)
         run_id = run.info.run_id
         params = [Param(k, v) for k, v in _params(result).items()]
     else:
@@ -289,8 +365,13 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
         if plan:
             (d / "plan.md").write_text(plan)
         client.log_artifacts(run_id, str(d))
-    client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED")
-    supersede(client, exp_id, project.root, result)
+    client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED",
+                          end_time=window[1] if window else None)
+    _link_trace(client, run_id, result)
+    if result.get("kind") == "pick":
+        _tag_picked_run(client, project, result)
+    if not result.get("kind"):
+        supersede(client, exp_id, project.root, result)
     return run_id
 
 
@@ -374,7 +455,7 @@ def unlogged(project) -> list[tuple[str, int]]:
     noted: dict[str, set[int]] = {}
     for c, t in texts.items():
         r = parse_result(t, c) if c not in gone else None
-        if r and "target" in r and isinstance(r.get("experiment"), int):
+        if r and "target" in r and isinstance(r.get("experiment"), int) and not r.get("kind"):
             noted.setdefault(r["target"], set()).add(r["experiment"])
     client = _client(project)
     out = []
@@ -400,13 +481,14 @@ def logged_commits(project, target: str) -> dict[str, bool]:
     `log_result`, after the run was created): it has the commit's tag but may lack figures and
     artifacts, so sync completes it in place instead of skipping it or adding a second run."""
     client = _client(project)
-    exp = client.get_experiment_by_name(experiment_name(target))
-    if exp is None:
+    names = [experiment_name(target), *(f"{experiment_name(target)}/{k}s" for k in SIDE_KINDS)]
+    ids = [e.experiment_id for e in (client.get_experiment_by_name(n) for n in names) if e is not None]
+    if not ids:
         return {}
     seen: dict[str, bool] = {}
     token = None
     while True:
-        page = client.search_runs([exp.experiment_id], max_results=1000, page_token=token)
+        page = client.search_runs(ids, max_results=1000, page_token=token)
         for r in page:
             commit = r.data.tags.get(TAG_COMMIT, "")
             seen[commit] = seen.get(commit, False) or _complete(r)
@@ -562,8 +644,12 @@ def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
         return 0
     client = _client(project)
     store = _sql_store(client)
-    exp_ids = {t: _experiment_id(client, project, t) for t in sorted({r["target"] for r in results})}
-    exps = {t: client.get_experiment(i) for t, i in exp_ids.items()}
+    exp_ids = {}
+    for r in results:
+        key = (r["target"], r.get("kind"))
+        if key not in exp_ids:
+            exp_ids[key] = _experiment_for(client, project, r)
+    exps = {k: client.get_experiment(i) for k, i in exp_ids.items()}
     local = all(e.artifact_location.startswith("file:") for e in exps.values())
     if store is None or not local:
         for i, r in enumerate(results, 1):
@@ -574,14 +660,20 @@ def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
     done = 0
     for start in range(0, len(results), SYNC_CHUNK):
         chunk = results[start:start + SYNC_CHUNK]
-        _insert_runs(project, store, exps, chunk, _run_files(project, chunk))
+        linked = _insert_runs(project, store, exps, chunk, _run_files(project, chunk))
+        for run_id, result in linked:  # the few with an agent's trace in this store
+            _link_trace(client, run_id, result)
+        for result in chunk:
+            if result.get("kind") == "pick":
+                _tag_picked_run(client, project, result)
         done += len(chunk)
         if progress:
             progress(done, len(results), chunk[-1])
     return done
 
 
-def _insert_runs(project, store, exps, chunk, files) -> None:
+def _insert_runs(project, store, exps, chunk, files) -> list[tuple[str, dict[str, Any]]]:
+    """Insert the chunk's runs; returns (run id, result) of those whose note names an agent's trace."""
     import getpass
     import time
     import uuid
@@ -594,17 +686,20 @@ def _insert_runs(project, store, exps, chunk, files) -> None:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = None
-    runs, tags, params, metrics = [], [], [], []
+    runs, tags, params, metrics, traced = [], [], [], [], []
     for result in chunk:
         run_id = uuid.uuid4().hex
-        exp = exps[result["target"]]
+        start, end = bench_window(result) or (now, now)
+        if trace_of(result):
+            traced.append((run_id, result))
+        exp = exps[(result["target"], result.get("kind"))]
         art_uri = f"{exp.artifact_location.rstrip('/')}/{run_id}/artifacts"
         verdict = result.get("verdict", {})
         run_tags = _tags(result)
         runs.append({"run_uuid": run_id, "name": run_tags["mlflow.runName"], "source_type": "UNKNOWN",
                      "source_name": "", "entry_point_name": "", "user_id": user,
-                     "status": "FINISHED" if verdict.get("decision") else "FAILED", "start_time": now,
-                     "end_time": now, "deleted_time": None, "source_version": "", "lifecycle_stage": "active",
+                     "status": "FINISHED" if verdict.get("decision") else "FAILED", "start_time": start,
+                     "end_time": end, "deleted_time": None, "source_version": "", "lifecycle_stage": "active",
                      "artifact_uri": art_uri, "experiment_id": int(exp.experiment_id)})
         tags += [{"key": k, "value": v, "run_uuid": run_id} for k, v in run_tags.items()]
         params += [{"key": k, "value": v, "run_uuid": run_id} for k, v in _params(result).items()]
@@ -624,3 +719,4 @@ def _insert_runs(project, store, exps, chunk, files) -> None:
         if metrics:
             session.execute(SqlMetric.__table__.insert(), metrics)
             session.execute(SqlLatestMetric.__table__.insert(), metrics)
+    return traced
