@@ -20,7 +20,10 @@ workloads by up to about 3x (cupti CVs 0.36-2.4 %, benchmarks/results/gpu.md), s
 more than 2x above what honest kernels show, while a kernel 3x slower on a random half of its calls
 shows 30-100x. The floor (the candidate's own spread must exceed log(1 + guard)) keeps a very steady
 machine from making an ordinary candidate "unstable": a spread under the guard itself cannot hide a
-slowdown past it.
+slowdown past it. Nor can noise hide one where the upper bound lies more than SPREAD_RATIO of the
+candidate's own spreads below 1 + guard: a kernel many times faster (on the H200, a top-k indexer from
+~40 us to ~2 us) has the relative spread of a 2 us kernel, 3.8 % against its parent's 0.2 %, and a
+bound of 0.06x, which no noise of that size carries past the guard; the old rule called it unstable.
 """
 from __future__ import annotations
 
@@ -77,7 +80,8 @@ def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, floa
     """Workloads that block a keep, worst first: {uuid, kind: unstable|wide, upper, rounds[, spread]}.
 
     unstable: the candidate's spread is over SPREAD_RATIO x the parent's (on this workload, or its median
-              over the workloads if larger) and over log(1 + margin);
+              over the workloads if larger) and over log(1 + margin), and its upper bound is not clear of
+              1 + margin by more than SPREAD_RATIO of its spreads (in log);
     wide:     the upper bound on t_candidate / t_parent is above 1 + margin."""
     ups = upper_bounds(series, level)
     floor = math.log1p(margin)
@@ -87,7 +91,8 @@ def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, floa
         row: dict[str, Any] = {"uuid": u, "upper": ups[u], "rounds": len(lrs)}
         sc, sp = spread.get(u, (0.0, 0.0))
         sp = max(sp, machine)
-        if sc > floor and sc > SPREAD_RATIO * sp:
+        clear = ups[u] < UNBOUNDED and math.log1p(margin) - math.log(max(ups[u], 1e-12)) > SPREAD_RATIO * sc
+        if sc > floor and sc > SPREAD_RATIO * sp and not clear:
             out.append({**row, "kind": "unstable", "spread": sc, "parent_spread": sp})
         elif not ups[u] <= 1.0 + margin:
             out.append({**row, "kind": "wide"})

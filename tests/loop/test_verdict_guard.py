@@ -127,6 +127,20 @@ def test_the_verdict_reports_each_workloads_upper_bound_and_what_blocked_the_kee
     assert v["decision"] == "keep" and v["blocked"] == [] and "no workload is slower" in v["reason"]
 
 
+def test_a_kernel_many_times_faster_with_a_small_kernels_noise_is_kept_not_unstable():
+    # Seen on the H200: a top-k indexer from ~40 us to ~2 us on most workloads, whose round-to-round spread
+    # there (a 2 us kernel's, 3-4 %) was 18x its parent's (0.2 %): the old rule reverted it as unstable
+    # although every bound was far below 1. Noise of 4 % cannot carry a 0.06x bound past the guard.
+    def much_faster(w: int, rng: random.Random) -> float:
+        return 0.06 * math.exp(rng.gauss(0, 0.3)) if w < 8 else 0.97  # a round: the median of 30 such calls
+    c = cfg()
+    v = PairedRatioRule().decide(simulate(much_faster, 5, c), c)
+    assert v["decision"] == "keep" and v["outcome"] == "keep", v["reason"]
+    # The noisy-slow kernel is still blocked: its bound is near 1, within reach of its own noise.
+    v = PairedRatioRule().decide(simulate(noisy_slow, 3, c), c)
+    assert v["decision"] == "revert"
+
+
 # --- a parent failure blocks the keep ------------------------------------------------------------------------
 
 def parent_failed_bench(status: str = "TIMEOUT") -> dict:
