@@ -5,7 +5,8 @@
 Each attempt is a whole kernel file under benchmarks/flagship/<target>/NN_<name>.py, written by hand,
 with its plan in NN_<name>.md (the first line is the hypothesis). autogk runs this script in the
 experiment's checkout, as it would run `claude -p`: the script puts the next attempt not yet tried
-in this project (not already the trunk's kernel, nor named in an earlier experiment's hypothesis)
+in this project (not already the trunk's kernel, nor named in an earlier experiment's hypothesis,
+as the prompt's history or the commits show)
 into the target's kernel.py, writes the hypothesis to $AUTOGK_HYPOTHESIS_FILE, and prints the plan,
 which autogk keeps as the experiment's plan note. autogk's own verdicts then keep or revert it.
 With no attempt left it changes nothing (autogk then records an empty proposal).
@@ -21,9 +22,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def tried(worktree: Path) -> str:
-    """Every commit message of the project (kept, reverted and held experiments alike)."""
+    """What this project has tried: the prompt autogk wrote (its experiment history names each earlier
+    hypothesis, reverted ones included) and the commit messages the checkout's git can see (the
+    agent's git may be a throwaway clone that holds the trunk only)."""
+    prompt = os.environ.get("AUTOGK_PROMPT_FILE")
+    text = Path(prompt).read_text() if prompt and Path(prompt).is_file() else ""
     r = subprocess.run(["git", "log", "--all", "--format=%B"], cwd=worktree, capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else ""
+    return text + (r.stdout if r.returncode == 0 else "")
 
 
 def main() -> int:
