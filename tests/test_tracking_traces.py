@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import autogk_in, notes_json
+from conftest import autogk_in, notes_json, without_store
 from fake_messages_server import FakeMessages, finish, text, tool_use
 
 from autogk_git.agents.anthropic_agent import AnthropicAgent
@@ -148,6 +148,7 @@ def test_the_trace_is_linked_to_the_experiments_run_and_its_duration_is_the_benc
 
 
 def test_tracking_off_means_no_trace_and_no_store(project, api, monkeypatch):
+    without_store(project)  # the shared template carries an empty store: start as `init` leaves a project
     monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
     api([tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 128 "}),
          finish("BLOCK 64 -> 128")])
