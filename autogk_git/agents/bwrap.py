@@ -101,7 +101,8 @@ def _base(network: bool) -> list[str]:
 def tools(home: Path, path_env: str, programs: list[str]) -> list[Path]:
     """Folders under the hidden $HOME and /tmp that hold software the agent runs, shown read-only.
 
-    Every PATH entry and the folders of the given programs (the CLI, Python) count, resolved through
+    Every PATH entry and the folders of the given programs (the CLI, Python, a script the command names
+    by absolute path) count, resolved through
     links: one under $HOME shows its top folder there (~/.local, ~/.nvm, ~/.pyenv: an install keeps its
     parts together), one under /tmp only itself. Nothing else of $HOME is shown."""
     dirs = [Path(d) for d in path_env.split(":") if d.startswith("/")]

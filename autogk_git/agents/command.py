@@ -32,6 +32,13 @@ from autogk_git.git import index, repo, settings
 TAIL = 4000  # characters of the CLI's output kept in the plan note
 
 
+def scripts(argv: list[str]) -> list[str]:
+    """The files a command names by absolute path (a script handed to an interpreter: `python
+    /abs/agent.py`): the sandbox shows their folders read-only, like the CLI's own, or a checkout under
+    the hidden /tmp or $HOME could not run its own script."""
+    return [a for a in argv[1:] if a.startswith("/") and Path(a).is_file()]
+
+
 def changed_paths(worktree: Path) -> list[tuple[str, str]]:
     """(status, repo-relative path) of every change in the worktree, untracked files included."""
     out = index.changes_z(worktree)
@@ -123,7 +130,7 @@ class CommandAgent:
                               network=self.config.agent.network,
                               read_only=[Path(f) for f in settings.global_and_system_files()
                                          if home in Path(f).parents],
-                              tools=bwrap.tools(home, env.get("PATH", ""), [argv[0], sys.executable]))
+                              tools=bwrap.tools(home, env.get("PATH", ""), [argv[0], sys.executable, *scripts(argv)]))
         return bwrap.command(layout, argv)
 
     def propose(self, ctx: Context) -> Proposal:
