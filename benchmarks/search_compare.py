@@ -9,7 +9,15 @@ How to re-run on a CUDA machine (torch and triton; MLflow and GitPython are not 
 on PYTHONPATH is enough). With k GPUs, k arms run at once, each on its own GPU with its own GPU lock
 folder (the two arms of a target start together, so they share the machine's conditions):
 
+    # 4 GPUs: the four arms at once, 150 s each (~15 rmsnorm or ~4 DSA experiments), then ncu on the DSA
+    # beam arm's final kernel in the time left
     PYTHONPATH=$PWD timeout 300 python3 benchmarks/search_compare.py --out $OUT/search --wall-limit 290
+    # 2 GPUs: a target's two arms at once, rmsnorm first
+    PYTHONPATH=$PWD timeout 300 python3 benchmarks/search_compare.py --out $OUT/search --wall-limit 290 \
+        --max-time-for rmsnorm_h4096=40 --max-time-for dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64=85
+
+With fewer GPUs than the schedule needs, --max-time is cut by one factor so the worst case fits
+--wall-limit (and the script refuses when even the fixed parts, init, grace and read-out, do not fit).
 
 Dry run on a CPU (Triton interpreter: untimed, so no floor is measured and correct candidates merge
 with --merge-untimed; a smaller cpu_max_numel keeps the interpreter quick):
@@ -29,7 +37,10 @@ bytes over that bandwidth), and the GPU seconds spent. Files under OUT:
     <target>__<strategy>/iterate.log             the loop's progress, timed
     <target>__<strategy>/log_tree.txt            `autogk log --tree`
     <target>__<strategy>/git_graph.txt           `git log --graph --oneline` of the trunk and every experiment ref
-    <target>__<strategy>/profiles.json           the Nsight Compute profiles in the notes (where ncu ran)
+    <target>__<strategy>/profiles.json           the Nsight Compute profiles in the notes: the loops run with
+                                                 [bench] profile = "off" (a profile after every keep would cost an
+                                                 arm with more keeps more of its budget); --profile names the arms
+                                                 whose final trunk kernel is profiled after all loops
     <target>__<strategy>/project.bundle          the whole project (`git clone` it, then `autogk sync`)
 """
 from __future__ import annotations
@@ -74,10 +85,10 @@ def say(msg: str) -> None:
 
 def gpu_slots(backend: str, wanted: str) -> list[str | None]:
     """One slot per GPU arms may run on at once ([None] on the CPU: one arm at a time)."""
+    if wanted:  # on the CPU too, to try the schedule (CUDA_VISIBLE_DEVICES means nothing to the interpreter)
+        return [g.strip() for g in wanted.split(",") if g.strip()]
     if backend == "interpret":
         return [None]
-    if wanted:
-        return [g.strip() for g in wanted.split(",") if g.strip()]
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
         n = sum(1 for ln in out.splitlines() if ln.startswith("GPU "))
@@ -115,7 +126,10 @@ def plan_times(arms: list[tuple[str, str]], times: dict[str, float], slots: int,
 
 def arm_env(strategy: str, gpu: str | None, lock_dir: Path, width: int) -> dict[str, str]:
     env = loop_gpu.cli_env()
-    env.update(AUTOGK_SEARCH_STRATEGY=strategy, AUTOGK_SEARCH_WIDTH=str(width), AUTOGK_GPU_LOCK_DIR=str(lock_dir))
+    # No Nsight Compute profile inside the compared loops: it is taken after the first verdict and after every
+    # keep, so an arm with more keeps would spend more of its budget on it (one is taken afterwards instead).
+    env.update(AUTOGK_SEARCH_STRATEGY=strategy, AUTOGK_SEARCH_WIDTH=str(width), AUTOGK_GPU_LOCK_DIR=str(lock_dir),
+               AUTOGK_BENCH_PROFILE="off")
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     return env
@@ -311,6 +325,55 @@ def read_arm(arm: dict[str, Any], root: Path, d: Path, env: dict[str, str]) -> N
     loop_gpu.git_out(root, "bundle", "create", str(d / "project.bundle"), "--all")
 
 
+def profile_after(arm: dict[str, Any], deadline: float) -> None:
+    """Nsight Compute on the arm's final trunk kernel, after its loop (outside its budget), through the loop's
+    own step (loop/profile.after_verdict on its last result; the note gets the profile, as in a loop)."""
+    import shutil
+    if not shutil.which("ncu"):
+        arm["profile_after"] = "skipped: ncu not found"
+        return
+    left = deadline - time.monotonic() - 10
+    if left < 30:
+        arm["profile_after"] = f"skipped: {max(0, left):.0f} s left before --wall-limit"
+        return
+    env = dict(arm_env(arm["strategy"], arm.get("gpu"), Path(arm["project"]).parent / "gpu-locks", 1),
+               AUTOGK_BENCH_PROFILE="ncu")
+    r = loop_gpu.run_quiet([sys.executable, str(Path(__file__).resolve()), "--profile-project", arm["project"],
+                            "--out", arm["dir"], "--targets", arm["target"]], REPO, env, min(240.0, left))
+    arm["profile_after"] = f"rc {r.returncode}: {(r.stdout + r.stderr).strip()[-600:]}"
+    try:
+        d = Path(arm["dir"])
+        from autogk_git.project import Project
+        from autogk_git.record.experiments import results
+        history = results(Project(Path(arm["project"])), arm["target"])
+        profiles = [dict(x["profile"], experiment=x.get("experiment")) for x in history if isinstance(x.get("profile"), dict)]
+        (d / "profiles.json").write_text(json.dumps(profiles, indent=1))
+        arm["profiles"] = len(profiles)
+    except Exception as e:  # noqa: BLE001
+        arm["profile_after"] += f"; reading it back failed: {loop_gpu.short_error(e)}"
+
+
+def profile_child(root: Path, target: str) -> int:
+    """In a child process: the profile of the trunk's kernel, written into the last result's note."""
+    from autogk_git.loop import profile
+    from autogk_git.project import Project
+    from autogk_git.record import summaries
+    from autogk_git.record.experiments import results
+    project = Project(root)
+    history = results(project, target)
+    if not history:
+        print("no experiment to attach a profile to")
+        return 1
+    last = history[-1]
+    if not profile.after_verdict(project, target, last, say):
+        print(f"no profile taken (backend {last.get('backend')}, or this trunk kernel has one)")
+        return 1
+    summaries.write_result(project.root, last)
+    from autogk_git.bench import ncu
+    print("\n".join(ncu.view_lines([last], project.config)))
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------
 # The page
 # ---------------------------------------------------------------------------------------------
@@ -357,6 +420,8 @@ def markdown(res: dict[str, Any]) -> str:
         it = a.get("iterate") or {}
         lines.append(f"iterate: rc {it.get('rc')}, {it.get('wall_s')} s, stop: {it.get('stop_reason')}; "
                      f"GPU {a.get('gpu')}; profiles in the notes: {a.get('profiles', 0)}")
+        if a.get("profile_after"):
+            lines += ["", "ncu after the loop:", "```", a["profile_after"], "```"]
         for k, e in (a.get("errors") or {}).items():
             lines += ["", f"**{k} failed:**", "```", e[-1500:], "```"]
         lines += ["", "| # | from | change | decision | ratio | share (geomean) | largest workload's share | "
@@ -396,11 +461,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="the whole run's limit (s): --max-time is cut to fit the schedule's worst case")
     ap.add_argument("--width", type=int, default=3, help="[search] width for beam")
     ap.add_argument("--gpus", default="", help="GPU indices arms run on, one arm per GPU at a time (default: all)")
+    ap.add_argument("--profile", default=f"{DSA}__beam", metavar="ARM[,ARM]",
+                    help="arms whose final trunk kernel is profiled with ncu after all loops, in the time "
+                         "--wall-limit leaves (none: '')")
+    ap.add_argument("--profile-project", type=Path, help=argparse.SUPPRESS)  # the child of profile_after
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.profile_project:
+        return profile_child(args.profile_project, args.targets)
     t0 = time.monotonic()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -451,6 +522,12 @@ def main(argv: list[str] | None = None) -> int:
         th.start()
     for th in threads:
         th.join()
+    wanted = {x.strip() for x in args.profile.split(",") if x.strip()}
+    for a in arms:
+        if a["name"] in wanted and a.get("project") and args.backend == "local":
+            say(f"{a['name']}: profiling its final trunk kernel with ncu (outside the compared budget)")
+            profile_after(a, deadline if args.wall_limit else time.monotonic() + 300)
+            write()
     write()
     print((out / "search_compare.md").read_text(), flush=True)
     bad = [a["name"] for a in arms if a.get("errors")]
