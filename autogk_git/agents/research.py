@@ -145,7 +145,7 @@ def render(sections: dict[str, Any], meta: dict[str, Any], profile: list[str] | 
         else:
             lines.append(str(val).strip())
         lines.append("")
-    if profile:
+    if profile and not profile[0].startswith("no profile: "):  # "no profile" is said by every view already
         lines += ["## Profile the plan was written from", "", *[ln for ln in profile if ln.strip()], ""]
     lines.append(MARK + json.dumps(meta, sort_keys=True) + " -->")
     return "\n".join(lines) + "\n"

@@ -173,3 +173,14 @@ def test_without_a_profile_the_tool_says_why_and_how_to_get_one(monkeypatch):
     monkeypatch.setenv("PATH", os.pathsep.join(keep))
     with pytest.raises(tools.ToolError, match=r"no profile: ncu not found; autogk takes one with --backend local"):
         tools.profile_text([], config_mod.parse({}, environ={}))
+
+
+def test_a_plan_has_a_profile_section_only_when_there_is_a_profile():
+    from autogk_git.agents import research
+    meta = {"target": DSA, "after": 3, "trigger": "demand", "agent": "offline"}
+    sections = {"diagnosis": "d", "strategy": "s", "actions": ["a"], "avoid": ["v"]}
+    bare = research.render(sections, meta, ["no profile: ncu not found", ""])
+    assert "## Profile" not in bare  # every view says "no profile" once already; a plan would say it twice
+    shown = research.render(sections, meta, ["Nsight Compute profile of x:", f"  {LINE}", ""])
+    assert f"## Profile the plan was written from\n\nNsight Compute profile of x:\n  {LINE}\n" in shown
+    assert research.parse_plan("c" * 40, shown).after == 3  # the plan's mark stays its last line
