@@ -239,15 +239,14 @@ class AnthropicAgent:
 
         def artifact(args):
             name = args.get("name")
+            if name == "profile":  # the ncu profile in the notes first: what the prompt's section also shows
+                return tools.profile_text(ctx.history, self.config, ctx.artifacts.get("profile"))
             path = ctx.artifacts.get(name) if isinstance(name, str) else None
             if path is not None and path.exists():
                 return path.read_text()
             if name == "workloads":
                 from autogk_git.agents import workload_view as inspect
                 return inspect.render(inspect.inspect_target(ctx.target))
-            if name == "profile":
-                raise tools.ToolError("no profile yet: a person runs `python -m autogk_git.bench.profiler` "
-                                      "on a GPU machine to make one")
             raise tools.ToolError(f"no artifact '{name}'; known: workloads, profile")
 
         return {

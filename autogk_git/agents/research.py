@@ -132,7 +132,9 @@ def due(history: list[dict[str, Any]], cfg, since: int = 0) -> str | None:
 # Writing plans
 # ------------------------------------------------------------------------------------------------
 
-def render(sections: dict[str, Any], meta: dict[str, Any]) -> str:
+def render(sections: dict[str, Any], meta: dict[str, Any], profile: list[str] | None = None) -> str:
+    """The plan note; `profile`: the profile section's lines (bench/ncu.view_lines), written by autogk, so
+    a follower reads the figures the plan was written from even when the plan's writer did not quote them."""
     lines = [f"# Research plan for {meta['target']} (after #{meta['after']:04d})", "",
              f"Trigger: {meta['trigger']}. Written by: {meta['agent']}.", ""]
     for key, title in SECTIONS:
@@ -143,6 +145,8 @@ def render(sections: dict[str, Any], meta: dict[str, Any]) -> str:
         else:
             lines.append(str(val).strip())
         lines.append("")
+    if profile and not profile[0].startswith("no profile: "):  # "no profile" is said by every view already
+        lines += ["## Profile the plan was written from", "", *[ln for ln in profile if ln.strip()], ""]
     lines.append(MARK + json.dumps(meta, sort_keys=True) + " -->")
     return "\n".join(lines) + "\n"
 
@@ -243,7 +247,7 @@ def research(project, target, trigger: str, say: Callable[[str], None], mode: st
     usage: dict[str, Any] = {}
     if mode == "anthropic":
         say(f"research: asking {cfg.research.model or cfg.agent.model} for a plan ({trigger})")
-        sections, usage = _ask_model(project, target, tip, history, trigger, art, say, client)
+        sections, usage = _ask_model(project, target, tip, history, trigger, art, say, client, axes_of(stats))
         agent = f"anthropic ({cfg.research.model or cfg.agent.model})"
     else:
         sections = offline_sections(history, kernel, stats, trigger, program)
@@ -251,13 +255,20 @@ def research(project, target, trigger: str, say: Callable[[str], None], mode: st
     meta = {"target": target.name, "after": after, "trigger": trigger, "agent": agent, "trunk": tip,
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "cost_usd": usage.get("cost_usd", 0.0), "tokens": usage.get("tokens", 0)}
-    text = render(sections, meta)
+    from autogk_git.bench import ncu
+    text = render(sections, meta, ncu.view_lines(history, cfg, axes_of(stats)))
     repo.write_note(project.root, refs.NOTES_PLANS, tip, text)
     say(f"research: plan written on {tip[:10]} (git notes --ref autogk/plans show {tip[:10]})")
     return Plan(tip, target.name, after, trigger, text, meta), usage
 
 
-def _ask_model(project, target, tip, history, trigger, artifact, say, client) -> tuple[dict[str, Any], dict[str, Any]]:
+def axes_of(stats: dict[str, Any]) -> dict[str, dict]:
+    """Each workload's axes, by uuid, from the workload inspector's statistics."""
+    return {r["uuid"]: r["axes"] for r in stats["per_workload"]}
+
+
+def _ask_model(project, target, tip, history, trigger, artifact, say, client, axes=None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
     from autogk_git.agents import tools
     from autogk_git.agents.anthropic_agent import Conversation
 
@@ -297,7 +308,8 @@ def _ask_model(project, target, tip, history, trigger, artifact, say, client) ->
         "history": lambda a: tools.history_rows(history, a.get("last", 50)),
         "show_experiment": show_experiment,
         "git_log": git_log,
-        "read_artifact": lambda a: artifact.read_text(),
+        "read_artifact": lambda a: (tools.profile_text(history, cfg, axes=axes) if a.get("name") == "profile"
+                                    else artifact.read_text()),
     }
     defs = [d for d in tools.READ_TOOLS if d["name"] in ("read_file", "history", "read_artifact")] + [
         tools._schema("show_experiment", "One experiment: verdict, plan note and diff against its parent.",
@@ -320,7 +332,7 @@ def _ask_model(project, target, tip, history, trigger, artifact, say, client) ->
 
     first = (f"Trigger: {trigger}.\nTarget: {target.name}; trunk tip {tip[:10]}; {len(history)} experiments so far.\n"
              + "".join(f"{ln}\n" for ln in prompts.floor.prompt_lines(history))
-             + "".join(f"{ln}\n" for ln in prompts.ncu.view_lines(history, cfg))
+             + "".join(f"{ln}\n" for ln in prompts.ncu.view_lines(history, cfg, axes))
              + f"Experiments:\n{prompts._table(history, last=25)}\n\nRead what you need, then call write_plan.")
     conv = Conversation(cfg, cfg.research.model or cfg.agent.model, say, client)
     args = conv.run(prompts.RESEARCH_SYSTEM, first, defs, handlers, "write_plan", cfg.research.max_turns,

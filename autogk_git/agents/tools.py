@@ -168,6 +168,20 @@ WRITE_TOOLS = [
 ]
 
 
+def profile_text(history: list[dict[str, Any]], config: Any, fallback: Path | None = None,
+                 axes: dict[str, dict] | None = None) -> str:
+    """The `read_artifact` tool's 'profile': the newest Nsight Compute profile in the result notes
+    (bench/ncu.py), else a torch-profiler report a person wrote (`fallback`, bench/profiler.py)."""
+    from autogk_git.bench import ncu
+    lines = ncu.view_lines(history, config, axes)
+    if ncu.of(history) and not lines[0].startswith("no profile: "):
+        return "\n".join(lines)
+    if fallback is not None and fallback.exists():
+        return fallback.read_text()
+    raise ToolError(f"{lines[0]}; autogk takes one with --backend local where ncu is on PATH, or a person runs "
+                    "`python -m autogk_git.bench.profiler` on a GPU machine")
+
+
 def history_rows(history: list[dict[str, Any]], last: Any = 30) -> list[dict[str, Any]]:
     try:
         n = max(1, int(last))
