@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -42,6 +43,16 @@ def test_the_references_process_never_sees_api_tokens(monkeypatch):
     assert "reference checked on workload" in check_with(seen)
 
 
+def test_an_endless_reference_is_stopped_by_its_own_limit_not_the_backstop(monkeypatch):
+    """The per-call limit inside the check's process ends it: the backstop (10 minutes here) never comes."""
+    monkeypatch.setattr(isolated, "STARTUP_S", 600)
+    started = time.monotonic()
+    with pytest.raises(TargetError) as e:
+        check_with("def run(x, bias, scale):\n    while True:\n        pass\n", timeout_s=3)
+    assert "the reference did not finish within 3 s on the smallest workload (n=" in e.value.message
+    assert time.monotonic() - started < 300, "the check's own limit did not fire"
+
+
 def test_a_reference_out_of_the_timers_reach_is_killed_with_what_it_started(monkeypatch, tmp_path):
     """It ignores the check's own alarm and starts a child: the backstop kills both at the limit."""
     monkeypatch.setattr(isolated, "STARTUP_S", 5)
@@ -62,3 +73,14 @@ def test_a_reference_out_of_the_timers_reach_is_killed_with_what_it_started(monk
     except ProcessLookupError:
         alive = False
     assert not alive, "the reference's child outlived the check"
+
+
+def test_an_endless_fast_reference_is_not_used_and_the_proof_says_why(tmp_path):
+    """refproof's calls run under the same per-call limit: a fast reference that never returns is an error
+    for its workloads, said in the line, and the definition's reference judges."""
+    from autogk_git.bench import refproof
+    (tmp_path / "reference.py").write_text("def run(x, bias, scale):\n    while True:\n        pass\n")
+    line = refproof.check(DEFINITION, WORKLOADS[:1], tmp_path, None, "kernels/scale/definition.json", 2,
+                          1 << 24, cache=False)
+    assert "reference.py raised on set seed 1234: TimeoutError: did not finish within 2 s" in line, line
+    assert "it is NOT used" in line

@@ -1,5 +1,6 @@
 """A check of the target's reference in a process of its own (the reference may call os._exit, crash or
-hang): the one way `refcheck` and `refproof` start, feed, limit and kill that process.
+hang): the one way `refcheck` and `refproof` start, feed, limit and kill that process, and the per-call
+limit inside it.
 
 The process starts from an empty temp folder with sys.path[0] the package's parent, so no file of the
 user's project can stand in for torch or for autogk in it; API tokens stay out of its environment; it
@@ -14,9 +15,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 STARTUP_S = 120  # starting the check's process and importing torch, on top of the reference's own limit
 SECRET_PREFIXES = ("ANTHROPIC_", "MODAL_TOKEN")  # never handed to code of the user's target
@@ -62,3 +64,23 @@ def kill(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+@contextmanager
+def call_limit(job: dict[str, Any], error: Callable[[float], BaseException]) -> Iterator[None]:
+    """The job's per-call limit (`limit_s`) as a process timer: error(limit) is raised in the block when it
+    runs out. Only in the check's own process (`isolated` set by its entry): an alarm belongs to the whole
+    process, so a check run in-process has no limit."""
+    limit = job.get("limit_s")
+    if not limit or not job.get("isolated"):
+        yield
+        return
+
+    def expired(signum, frame):  # noqa: ARG001
+        raise error(limit)
+    signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, float(limit))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)

@@ -12,7 +12,6 @@ under a limit of its own ([bench] reference_timeout_s), far shorter than a bench
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -173,21 +172,13 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
 
 def _timed(job: dict[str, Any], wl: dict[str, Any], definition: dict[str, Any], fn):
     """fn() under the job's limit (a process timer: the check's own process only, never in-process)."""
-    limit = job.get("limit_s")
-    if not limit or not job.get("isolated"):
+    def expired(limit: float) -> _Broken:
+        return _Broken(f"the reference did not finish within {limit:g} s on the smallest workload "
+                       f"({_axes(definition, wl)})",
+                       "fix the reference (a loop that never ends?); if it is only slow, raise "
+                       "[bench] reference_timeout_s in .autogk.toml")
+    with isolated.call_limit(job, expired):
         return fn()
-
-    def expired(signum, frame):  # noqa: ARG001
-        raise _Broken(f"the reference did not finish within {limit:g} s on the smallest workload "
-                      f"({_axes(definition, wl)})",
-                      "fix the reference (a loop that never ends?); if it is only slow, raise "
-                      "[bench] reference_timeout_s in .autogk.toml")
-    signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, float(limit))
-    try:
-        return fn()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _call(reference, args: list, torch, as_tuple) -> tuple:

@@ -235,22 +235,14 @@ def _differs(definition, wl, values, got, want, compare, gen, rules, torch, rec,
 
 def _timed(job, fn, torch, device):
     """(fn(), its seconds), under the job's per-call limit in the proof's own process."""
-    import signal
-    limit = job.get("limit_s")
-    if limit and job.get("isolated"):
-        def expired(signum, frame):  # noqa: ARG001
-            raise TimeoutError(f"did not finish within {limit:g} s ([bench] reference_timeout_s)")
-        signal.signal(signal.SIGALRM, expired)
-        signal.setitimer(signal.ITIMER_REAL, float(limit))
-    t0 = time.perf_counter()
-    try:
+    def expired(limit: float) -> TimeoutError:
+        return TimeoutError(f"did not finish within {limit:g} s ([bench] reference_timeout_s)")
+    with isolated.call_limit(job, expired):
+        t0 = time.perf_counter()
         out = fn()
         if device == "cuda":
             torch.cuda.synchronize()
         return out, time.perf_counter() - t0
-    finally:
-        if limit and job.get("isolated"):
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _call(reference, values: list, torch) -> tuple:
