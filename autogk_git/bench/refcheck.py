@@ -12,21 +12,16 @@ under a limit of its own ([bench] reference_timeout_s), far shorter than a bench
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
 from autogk_git.errors import TargetError
 
 # Above this many input elements the check would measure the CPU, not the reference: say it was skipped.
 MAX_CHECK_NUMEL = 1 << 24
-STARTUP_S = 120  # starting the check's process and importing torch, on top of the reference's own limit
-_BOOT = "import sys; sys.path[0] = sys.argv[1]; from autogk_git.bench import refcheck; sys.exit(refcheck.entry(sys.argv[2:]))"
 
 
 def smallest(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> dict[str, Any]:
@@ -56,47 +51,27 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
 def _isolated(job: dict[str, Any], where: str, timeout_s: float, definition: dict[str, Any],
               wl: dict[str, Any]) -> dict[str, Any]:
     """The check's verdict from a process of its own, killed at timeout_s."""
-    with tempfile.TemporaryDirectory(prefix="autogk-refcheck-") as tmp:
-        out = Path(tmp) / "result.json"
-        package_parent = str(Path(__file__).resolve().parents[2])
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MODAL_TOKEN"))}
-        # cwd is the empty temp folder and sys.path[0] the package's parent: no file of the user's
-        # project can stand in for torch or for autogk in the check's process.
-        proc = subprocess.Popen([sys.executable, "-c", _BOOT, package_parent, str(out)], cwd=tmp, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True, text=True)
-        try:
-            # The process keeps the reference's own limit (a timer around its calls, so starting Python
-            # and importing torch on a busy machine does not count); this one is the backstop for a
-            # reference stuck where no timer reaches it (inside a C call).
-            logs, _ = proc.communicate(json.dumps(job), timeout=timeout_s + STARTUP_S)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            raise TargetError(f"{where}: the reference did not finish within {timeout_s:g} s on the smallest "
-                              f"workload ({_axes(definition, wl)})",
-                              "fix the reference (a loop that never ends?); if it is only slow, raise "
-                              "[bench] reference_timeout_s in .autogk.toml") from None
-        result = json.loads(out.read_text()) if out.exists() else None
-    if result is None:
-        tail = " ".join(logs.strip().splitlines()[-1:])[:300]
-        how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+    # The process keeps the reference's own limit (a timer around its calls, so starting Python and
+    # importing torch on a busy machine does not count); this one is the backstop for a reference stuck
+    # where no timer reaches it (inside a C call).
+    ended = isolated.run("refcheck", job, timeout_s)
+    if ended.timed_out:
+        raise TargetError(f"{where}: the reference did not finish within {timeout_s:g} s on the smallest "
+                          f"workload ({_axes(definition, wl)})",
+                          "fix the reference (a loop that never ends?); if it is only slow, raise "
+                          "[bench] reference_timeout_s in .autogk.toml")
+    if ended.record is None:
+        tail = ended.last_line()
+        how = f"killed by signal {-ended.returncode}" if ended.returncode < 0 else f"exit code {ended.returncode}"
         raise TargetError(f"{where}: the reference ended the check's process ({how}) before returning"
                           + (f": {tail}" if tail else ""),
                           "the reference must return its outputs; remove os._exit / sys.exit / crashing calls from it")
-    return result
+    return ended.record
 
 
 def _axes(definition: dict[str, Any], wl: dict[str, Any]) -> str:
     var = [n for n, a in definition["axes"].items() if a.get("type") == "var"]
     return ", ".join(f"{n}={wl.get('axes', {}).get(n)}" for n in var) or "no variable axes"
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -197,21 +172,13 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
 
 def _timed(job: dict[str, Any], wl: dict[str, Any], definition: dict[str, Any], fn):
     """fn() under the job's limit (a process timer: the check's own process only, never in-process)."""
-    limit = job.get("limit_s")
-    if not limit or not job.get("isolated"):
+    def expired(limit: float) -> _Broken:
+        return _Broken(f"the reference did not finish within {limit:g} s on the smallest workload "
+                       f"({_axes(definition, wl)})",
+                       "fix the reference (a loop that never ends?); if it is only slow, raise "
+                       "[bench] reference_timeout_s in .autogk.toml")
+    with isolated.call_limit(job, expired):
         return fn()
-
-    def expired(signum, frame):  # noqa: ARG001
-        raise _Broken(f"the reference did not finish within {limit:g} s on the smallest workload "
-                      f"({_axes(definition, wl)})",
-                      "fix the reference (a loop that never ends?); if it is only slow, raise "
-                      "[bench] reference_timeout_s in .autogk.toml")
-    signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, float(limit))
-    try:
-        return fn()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _call(reference, args: list, torch, as_tuple) -> tuple:

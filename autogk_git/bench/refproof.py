@@ -25,20 +25,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
 from autogk_git.bench.proofs import FILE, VERSION, key, proof_dir, records, source_in, standing
-from autogk_git.bench.refcheck import STARTUP_S, _kill
 from autogk_git.errors import TargetError
 SEEDS = (1234, 4321)  # two input sets a workload: the second catches state kept between calls
-_BOOT = ("import sys; sys.path[0] = sys.argv[1]; from autogk_git.bench import refproof; "
-         "sys.exit(refproof.entry(sys.argv[2:]))")
 
 
 def check(definition: dict[str, Any], workloads: list[dict[str, Any]], folder: Path, generator: str | None,
@@ -119,28 +115,18 @@ def _has_cuda() -> bool:
 
 def _isolated(job: dict[str, Any], where: str, timeout_s: float) -> dict[str, Any]:
     """The proof's record from a process of its own (a reference may crash or hang), killed at timeout_s."""
-    with tempfile.TemporaryDirectory(prefix="autogk-refproof-") as tmp:
-        out = Path(tmp) / "record.json"
-        package_parent = str(Path(__file__).resolve().parents[2])
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MODAL_TOKEN"))}
-        proc = subprocess.Popen([sys.executable, "-c", _BOOT, package_parent, str(out)], cwd=tmp, env=environ,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True, text=True)
-        try:
-            logs, _ = proc.communicate(json.dumps(job), timeout=timeout_s + STARTUP_S)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            raise TargetError(f"{where_fast(where)}: the proof against the definition's reference did not finish "
-                              f"within {timeout_s + STARTUP_S:g} s",
-                              "raise [bench] reference_timeout_s in .autogk.toml, or delete reference.py to judge "
-                              "with the definition's reference") from None
-        rec = json.loads(out.read_text()) if out.exists() else None
-    if rec is None:
-        tail = " ".join(logs.strip().splitlines()[-1:])[:300]
-        raise TargetError(f"{where_fast(where)}: the proof's process ended (exit code {proc.returncode}) before "
+    ended = isolated.run("refproof", job, timeout_s)
+    if ended.timed_out:
+        raise TargetError(f"{where_fast(where)}: the proof against the definition's reference did not finish "
+                          f"within {timeout_s + isolated.STARTUP_S:g} s",
+                          "raise [bench] reference_timeout_s in .autogk.toml, or delete reference.py to judge "
+                          "with the definition's reference")
+    if ended.record is None:
+        tail = ended.last_line()
+        raise TargetError(f"{where_fast(where)}: the proof's process ended (exit code {ended.returncode}) before "
                           f"writing its record" + (f": {tail}" if tail else ""),
                           "a reference must return its outputs; fix reference.py (or the definition's reference)")
-    return rec
+    return ended.record
 
 
 # ------------------------------------------------------------------------------------------------
@@ -249,22 +235,14 @@ def _differs(definition, wl, values, got, want, compare, gen, rules, torch, rec,
 
 def _timed(job, fn, torch, device):
     """(fn(), its seconds), under the job's per-call limit in the proof's own process."""
-    import signal
-    limit = job.get("limit_s")
-    if limit and job.get("isolated"):
-        def expired(signum, frame):  # noqa: ARG001
-            raise TimeoutError(f"did not finish within {limit:g} s ([bench] reference_timeout_s)")
-        signal.signal(signal.SIGALRM, expired)
-        signal.setitimer(signal.ITIMER_REAL, float(limit))
-    t0 = time.perf_counter()
-    try:
+    def expired(limit: float) -> TimeoutError:
+        return TimeoutError(f"did not finish within {limit:g} s ([bench] reference_timeout_s)")
+    with isolated.call_limit(job, expired):
+        t0 = time.perf_counter()
         out = fn()
         if device == "cuda":
             torch.cuda.synchronize()
         return out, time.perf_counter() - t0
-    finally:
-        if limit and job.get("isolated"):
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _call(reference, values: list, torch) -> tuple:

@@ -10,7 +10,7 @@ One trace per experiment's conversation, in the target's experiment `autogk/<tar
 
 Spans are exported synchronously as each one ends (MLflow's incremental span export), so a person
 watching `autogk ui` sees the conversation grow while the agent thinks, not after it. When the result
-note is logged, `mlflow_store.log_result` links the trace (its id travels in the note's `cost.trace_id`)
+note is logged, `runs.log_result` links the trace (its id travels in the note's `cost.trace_id`)
 to the experiment's run, so the run's own Traces tab shows it too.
 
 Secrets never reach a trace: every input, output and attribute passes through `redact` with the values
@@ -104,8 +104,8 @@ def start_conversation(project, target: str, number: int, agent: str, inputs: di
         return NoSpan()
     hide = sorted({h for h in hide if h}, key=len, reverse=True)
     try:
-        from autogk_git.tracking import mlflow_store
-        _, exp_id = mlflow_store.target_experiment(project, target)
+        from autogk_git.tracking.store import target_experiment
+        _, exp_id = target_experiment(project, target)
         import mlflow
         # Each span is written as it ends (not by a background queue at the end of the trace): the view
         # is live, and a loop killed mid-conversation leaves the spans it had. Local SQLite: ~ms a span.

@@ -23,15 +23,8 @@ class Backend(Protocol):
 
 def cuda_available() -> bool:
     """Whether a CUDA GPU is visible, without importing torch (keeps the CLI fast)."""
-    import shutil
-    import subprocess
-    if not shutil.which("nvidia-smi"):
-        return False
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and "GPU" in out.stdout
+    from autogk_git.bench.backends.gpus import listed
+    return bool(listed())
 
 
 def resolve_name(name: str) -> str:

@@ -1,0 +1,86 @@
+"""The definition's reference checked in a process of its own (bench/isolated.py, shared by refcheck and
+refproof): a reference that ends its process, sees autogk's API tokens, or hangs out of the timer's reach
+is one clear error naming the definition file, and leaves no process behind."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from conftest import DATA
+
+from autogk_git.bench import isolated, refcheck
+from autogk_git.errors import TargetError
+
+DEFINITION = json.loads((DATA / "scale" / "definition.json").read_text())
+WORKLOADS = [json.loads(line)["workload"] for line in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()
+             if line.strip()]
+
+
+def check_with(reference: str, timeout_s: float = 30) -> str:
+    return refcheck.check({**DEFINITION, "reference": reference}, WORKLOADS, "defs/scale.json", timeout_s)
+
+
+def test_a_reference_that_returns_is_checked_in_its_own_process():
+    assert "reference checked on workload" in check_with(DEFINITION["reference"])
+
+
+def test_a_reference_that_ends_its_process_names_the_exit_code():
+    with pytest.raises(TargetError) as e:
+        check_with("import os\ndef run(x, bias, scale):\n    os._exit(7)\n")
+    assert e.value.message.startswith("defs/scale.json: the reference ended the check's process (exit code 7)")
+
+
+def test_the_references_process_never_sees_api_tokens(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-for-the-target")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "not-for-the-target-either")
+    seen = ("import os\ndef run(x, bias, scale):\n"
+            "    leaked = [k for k in os.environ if k.startswith(('ANTHROPIC_', 'MODAL_TOKEN'))]\n"
+            "    if leaked:\n        raise RuntimeError('saw ' + ','.join(leaked))\n"
+            "    return x * scale + bias\n")
+    assert "reference checked on workload" in check_with(seen)
+
+
+def test_an_endless_reference_is_stopped_by_its_own_limit_not_the_backstop(monkeypatch):
+    """The per-call limit inside the check's process ends it: the backstop (10 minutes here) never comes."""
+    monkeypatch.setattr(isolated, "STARTUP_S", 600)
+    started = time.monotonic()
+    with pytest.raises(TargetError) as e:
+        check_with("def run(x, bias, scale):\n    while True:\n        pass\n", timeout_s=3)
+    assert "the reference did not finish within 3 s on the smallest workload (n=" in e.value.message
+    assert time.monotonic() - started < 300, "the check's own limit did not fire"
+
+
+def test_a_reference_out_of_the_timers_reach_is_killed_with_what_it_started(monkeypatch, tmp_path):
+    """It ignores the check's own alarm and starts a child: the backstop kills both at the limit."""
+    monkeypatch.setattr(isolated, "STARTUP_S", 5)
+    pid_file = tmp_path / "child.pid"
+    stuck = ("import signal, subprocess\ndef run(x, bias, scale):\n"
+             "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+             f"    child = subprocess.Popen(['sleep', '600'])\n    open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+             "    while True:\n        pass\n")
+    with pytest.raises(TargetError) as e:
+        check_with(stuck, timeout_s=20)
+    assert "the reference did not finish within 20 s on the smallest workload (n=" in e.value.message
+    assert "reference_timeout_s" in e.value.hint
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as f:
+            alive = f.read().split()[2] != "Z"  # a zombie waits for init to reap it: it runs no more
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the reference's child outlived the check"
+
+
+def test_an_endless_fast_reference_is_not_used_and_the_proof_says_why(tmp_path):
+    """refproof's calls run under the same per-call limit: a fast reference that never returns is an error
+    for its workloads, said in the line, and the definition's reference judges."""
+    from autogk_git.bench import refproof
+    (tmp_path / "reference.py").write_text("def run(x, bias, scale):\n    while True:\n        pass\n")
+    line = refproof.check(DEFINITION, WORKLOADS[:1], tmp_path, None, "kernels/scale/definition.json", 2,
+                          1 << 24, cache=False)
+    assert "reference.py raised on set seed 1234: TimeoutError: did not finish within 2 s" in line, line
+    assert "it is NOT used" in line
