@@ -145,11 +145,21 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         if u in failures:
             label, e = failures[u]
             recs[f"{label}:{u}"].update(status=e.status, message=str(e))
+            # The other label passed its checks but has no figures here: said so in its record (its
+            # status stays what the checks found; the verdict reads the failing label's).
+            other = next((lb for lb in (cand.label, base.label) if lb != label and f"{lb}:{u}" in recs), None)
+            if other is not None:
+                recs[f"{other}:{u}"].update(timed=False, message=f"not timed: the {label} failed here "
+                                            f"({e.status.value if hasattr(e.status, 'value') else e.status}: "
+                                            f"{str(e)[:200]})")
             if fig.get(u, {}).get("witness"):  # what the judge's clock saw, whichever way it ended
                 recs[f"candidate:{u}"]["clock"] = clock_record(fig[u]["witness"])
             continue
         f = fig[u]
         if not f["log_ratio"]:
+            for lb in (cand.label, base.label):
+                if f"{lb}:{u}" in recs:
+                    recs[f"{lb}:{u}"].update(timed=False, message="not timed: no round completed on this workload")
             continue
         c = recs[f"candidate:{u}"]
         c.update(latency_us=stats.median(f["candidate"]), host_latency_us=stats.median(f["host_candidate"]),
