@@ -74,3 +74,28 @@ def test_honest_noisy_pairs_are_not_condemned():
             assert got <= 0.01, (n_rounds, hidden, got)
     # Larger kernels: the slack grows with the parent's time.
     assert condemned(1500, 12, n_rounds=5, parent_us=11.5, claim_us=11.5, hidden_us=0.7) <= 0.01
+
+
+def test_an_honest_two_kernel_candidate_in_few_calls_is_not_condemned_by_the_windows_offset():
+    # As the seal's GPU test times it: 10 calls a window, 3 rounds, a 1.3 us one-kernel parent against
+    # the same op in two torch kernels (0.6 us of idle GPU between them, which CUPTI does not count),
+    # whose process's windows run 15 us longer than the parent's (an honest per-process offset seen
+    # on the H200). 2.1 us a call of gap, steady: on the old limit (1.13 us) TAMPERED.
+    rng = random.Random(5)
+    f = figures(rng, 3, 1.3, 2.6, 0.6 + 15.0 / 10, 0.2, 0.2)
+    f["calls"] = 10
+    assert rounds.clock_failure(f, "cuda") is None, f
+    # The same gap over 30 calls a window (the loop's reps) is beyond what the windows' offset explains.
+    f = figures(rng, 5, 1.3, 2.6, 2.1, 0.2, 0.2)
+    f["calls"] = 30
+    bad = rounds.clock_failure(f, "cuda")
+    assert bad is not None and bad.status == Status.TAMPERED
+
+
+def test_figures_rewritten_to_a_third_stay_tampered():
+    # The GPU's rewriting cheat: the clock saw 12.3 us a call where it claimed 3.9 (20 calls a window).
+    rng = random.Random(6)
+    f = figures(rng, 3, 11.5, 3.9, 12.3 - 3.9, 0.5, 0.5)
+    f["calls"] = 20
+    bad = rounds.clock_failure(f, "cuda")
+    assert bad is not None and bad.status == Status.TAMPERED, f
