@@ -13,7 +13,7 @@
 #   one H200:        bash benchmarks/issue26_gpu.sh OUT 0 0 220 220          (~15 + ~15 comparisons)
 #   nvidia-h200-x8:  bash benchmarks/issue26_gpu.sh OUT 0,1,2,3,4,5 6,7 470 470   (~190 A/A, ~60 power)
 # Then: python benchmarks/aa_full.py --summarize OUT/aa ; python benchmarks/aa_full.py --summarize OUT/power
-# CPU dry run of the plumbing (interpret backend, untimed verdicts): BACKEND=interpret bash ... OUT 0 0 1 1
+# CPU dry run of the plumbing (interpret backend, untimed verdicts): BACKEND=interpret GRACE=400 bash ... OUT 0 0 1 1
 set -u
 OUT=${1:?usage: bash benchmarks/issue26_gpu.sh OUT [AA_GPUS] [POWER_GPUS] [AA_S] [POWER_S] [PROCS]}
 AA_GPUS=${2:-0}
@@ -24,13 +24,14 @@ PROCS=${6:-1}
 BACKEND=${BACKEND:-local}
 SLOWER=${SLOWER:-0.0309}  # candidate/parent = 1 / 1.0309 = 0.970
 PY=${PYTHON:-python}
+GRACE=${GRACE:-90}  # seconds past a budget for the comparisons still running (a CPU dry run: 400)
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" AUTOGK_TRACKING_ENABLED=0
 mkdir -p "$OUT/aa" "$OUT/power"
 { date -u; git rev-parse HEAD 2>/dev/null; nvidia-smi -L 2>/dev/null; "$PY" -c 'import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__)'; } > "$OUT/env.txt" 2>&1
 
-aa() { timeout -k 10 $((AA_S + 90)) "$PY" benchmarks/aa_full.py --out "$OUT/aa" --gpus "$AA_GPUS" --procs "$PROCS" \
+aa() { timeout -k 10 $((AA_S + GRACE)) "$PY" benchmarks/aa_full.py --out "$OUT/aa" --gpus "$AA_GPUS" --procs "$PROCS" \
          --budget-s "$AA_S" --backend "$BACKEND" > "$OUT/aa.log" 2>&1; echo "aa rc=$?" >> "$OUT/aa.log"; }
-power() { timeout -k 10 $((POWER_S + 90)) "$PY" benchmarks/aa_full.py --out "$OUT/power" --gpus "$POWER_GPUS" \
+power() { timeout -k 10 $((POWER_S + GRACE)) "$PY" benchmarks/aa_full.py --out "$OUT/power" --gpus "$POWER_GPUS" \
             --procs "$PROCS" --budget-s "$POWER_S" --slower "$SLOWER" --backend "$BACKEND" > "$OUT/power.log" 2>&1
           echo "power rc=$?" >> "$OUT/power.log"; }
 
