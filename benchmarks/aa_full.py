@@ -1,6 +1,7 @@
 """A/A on a CUDA GPU with the loop's own judging: a kernel against itself, every workload, the verdict rule.
 
     python benchmarks/aa_full.py --out DIR [--target rmsnorm_h4096] [--budget-s 480] [--procs 3] [--gpus 0,1]
+    python benchmarks/aa_full.py --out DIR --slower 0.0309 ...   # power: the kernel against a copy 3.09 % slower
     python benchmarks/aa_full.py --summarize DIR            # the table, from the JSONL files a run left
 
 Each comparison is what one experiment of `autogk iterate` runs: `bench.stages.benchmark` with the
@@ -14,6 +15,18 @@ revert is a false regression (harmless for the trunk, but wasted work).
 (the local backend otherwise queues them): several jobs share one GPU, as parallel experiments would.
 Every comparison is appended to DIR/aa_<gpu>_<k>.jsonl when it ends, so a run stopped by its budget
 keeps what it made. Needs torch, triton and a CUDA GPU; MLflow is not used.
+
+Power (`--slower F`): the parent is the same kernel made F slower in an honest way, the candidate the
+kernel itself, so the candidate is 1 / (1 + F) of its parent (F = 0.0309: -3 %); a "keep" is a
+detection, and the keep rate is the loop's power at that effect. The slower copy (`slowed_source`)
+is the bundled kernel whose every program, before it ends, spins on its SM's cycle counter (%clock64) for F times
+its own elapsed time: extra work proportional to the kernel's own time on every workload, the outputs
+unchanged. The median of the comparisons' ratios says what the effect really was. Records go to
+DIR/power_<gpu>_<k>.jsonl.
+
+`--backend interpret` (CPU, Triton interpreter: correctness only, every verdict "untimed") runs the
+same plumbing end to end, to check a command before a GPU run; no parent runs there, so with
+`--slower` the slowed copy is judged as the candidate, without its spin (no cycle counter there).
 """
 from __future__ import annotations
 
@@ -43,32 +56,81 @@ def project(target: str) -> Path:
     return root
 
 
-def worker(out: Path, target: str, budget_s: float, seed0: int) -> None:
+SPIN_KERNEL = '''
+
+@triton.jit
+def _aa_clock():
+    return tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _aa_spin(t0, NUM: tl.constexpr, DEN: tl.constexpr):
+    """Spin until this program has run (1 + NUM / DEN) times as long as it had when called."""
+    t1 = _aa_clock()
+    target = t1 + (t1 - t0) * NUM // DEN
+    now = t1
+    while now < target:
+        now = _aa_clock()
+'''
+
+
+def slowed_source(text: str, slower: float) -> str:
+    """The bundled rmsnorm kernel, each program made `slower` slower by spinning at its end for that
+    share of its own elapsed time (nothing else changes: same loads, same stores, same outputs). Under
+    the interpreter (no cycle counter) the spin is left out."""
+    num, den = int(round(slower * 10_000)), 10_000
+    anchors = ("    row = tl.program_id(0)\n", "                    BLOCK_SIZE: tl.constexpr):\n",
+               "\n\n\ndef run(", "BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS)")
+    missing = [a for a in anchors if a not in text]
+    if missing:
+        raise SystemExit(f"--slower: the kernel does not look like the bundled rmsnorm kernel (no {missing[0]!r}); "
+                         "the slowed copy is made for autogk_git/examples/rmsnorm_h4096/kernel.py only")
+    text = text.replace("import triton.language as tl\n",
+                        "import os\n\nimport triton.language as tl\n\nSPIN = os.environ.get('TRITON_INTERPRET') != '1'\n", 1)
+    text = text.replace(anchors[1], "                    BLOCK_SIZE: tl.constexpr, SPIN: tl.constexpr):\n", 1)
+    text = text.replace(anchors[0], anchors[0] + "    if SPIN:\n        t0 = _aa_clock()\n", 1)
+    body_end = text.index(anchors[2])
+    text = (text[:body_end] + f"\n    if SPIN:\n        _aa_spin(t0, {num}, {den})" + text[body_end:])
+    text = text.replace(anchors[3], "BLOCK_SIZE=BLOCK_SIZE, SPIN=SPIN, num_warps=NUM_WARPS)", 1)
+    head = text.index("@triton.jit")
+    return text[:head] + SPIN_KERNEL.lstrip("\n") + "\n\n" + text[head:]
+
+
+def worker(out: Path, target: str, budget_s: float, seed0: int, slower: float = 0.0,
+           backend_name: str = "local") -> None:
     sys.path.insert(0, str(REPO))
-    from autogk_git.bench.backends import local
+    from autogk_git.bench.backends import interpret, local
     from autogk_git.bench.stages import benchmark
-    from autogk_git.loop.verdict import PairedRatioRule
+    from autogk_git.loop.verdict import CorrectnessOnly, PairedRatioRule
     from autogk_git.project import Project
 
     os.environ[local.LOCK_DIR_ENV] = tempfile.mkdtemp(prefix="autogk-aa-locks-")
     p = Project(project(target))
     t = p.target(target)
     src = {"kernel.py": (t.dir / "kernel.py").read_text()}
-    backend = local.LocalBackend(p.config)
+    parent = {"kernel.py": slowed_source(src["kernel.py"], slower)} if slower else src
+    if backend_name == "interpret":
+        backend, rule = interpret.InterpretBackend(p.config), CorrectnessOnly()
+        src = parent  # no parent runs untimed: the dry run checks the slowed copy as the candidate
+    else:
+        backend, rule = local.LocalBackend(p.config), PairedRatioRule()
     end = time.monotonic() + budget_s
     k = 0
     while time.monotonic() < end:
         t0 = time.monotonic()
-        bench = benchmark(t, backend, src, src, p.config, seed=seed0 + k)
+        bench = benchmark(t, backend, src, parent, p.config, seed=seed0 + k)
         wall = time.monotonic() - t0
-        v = PairedRatioRule().decide(bench, p.config)
+        v = rule.decide(bench, p.config)
         ab = (bench.get("stages", {}).get("ab") or {}).get("ab") or {}
         worst = max(v.get("per_workload") or [{"ratio": float("nan")}], key=lambda r: r["ratio"])
         rec = {"seed": seed0 + k, "decision": v["decision"], "outcome": v["outcome"], "ratio": v.get("ratio"),
                "ci": [v.get("ci_low"), v.get("ci_high")], "worst_workload_ratio": worst["ratio"],
                "rounds": ab.get("rounds"), "timed": v.get("timed"), "workloads": v.get("workloads"),
                "correct": bench.get("correct"), "wall_s": round(wall, 2), "timing_s": ab.get("timing_s"), "phases": ab.get("phases"),
-               "reason": v.get("reason", "")[:300]}
+               "reason": v.get("reason", "")[:300], "slower": slower,
+               "per_workload": {r["uuid"][:8]: round(r["ratio"], 4) for r in v.get("per_workload") or []},
+               "statuses": sorted({w.get("status", "?") for st in (bench.get("stages") or {}).values()
+                                   for lab in (st.get("workloads") or {}).values() for w in lab.values()})}
         with open(out, "a") as f:
             f.write(json.dumps(rec) + "\n")
         print(json.dumps({k2: rec[k2] for k2 in ("seed", "decision", "outcome", "ratio", "rounds", "wall_s")}),
@@ -77,9 +139,16 @@ def worker(out: Path, target: str, budget_s: float, seed0: int) -> None:
 
 
 def summarize(d: Path) -> str:
-    recs = [json.loads(line) for f in sorted(d.glob("aa_*.jsonl")) for line in f.read_text().splitlines() if line]
+    """The A/A table (aa_*.jsonl) and the power table (power_*.jsonl) of a run's folder, each ending in
+    the row benchmarks/RESULTS.md takes."""
+    parts = [_summary(d, kind) for kind in ("aa", "power") if list(d.glob(f"{kind}_*.jsonl"))]
+    return "\n\n".join(parts) if parts else "no comparisons recorded"
+
+
+def _summary(d: Path, kind: str) -> str:
+    recs = [json.loads(line) for f in sorted(d.glob(f"{kind}_*.jsonl")) for line in f.read_text().splitlines() if line]
     if not recs:
-        return "no comparisons recorded"
+        return f"{kind}: no comparisons recorded"
     n = len(recs)
     keep = sum(r["decision"] == "keep" for r in recs)
     outcomes: dict[str, int] = {}
@@ -87,27 +156,47 @@ def summarize(d: Path) -> str:
         outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
     walls = [r["wall_s"] for r in recs]
     ratios = [r["ratio"] for r in recs if isinstance(r.get("ratio"), (int, float))]
-    lines = [f"comparisons: {n} (files: {len(list(d.glob('aa_*.jsonl')))})",
-             f"false keeps: {keep} ({keep / n:.2%})",
+    slower = sorted({r.get("slower", 0.0) for r in recs})
+    head = ("A/A: the kernel against itself" if kind == "aa" else
+            f"power: the kernel against a copy {', '.join(f'{x:.2%}' for x in slower)} slower "
+            f"(candidate/parent {', '.join(f'{1 / (1 + x):.4f}' for x in slower)})")
+    lines = [f"== {head}", f"comparisons: {n} (files: {len(list(d.glob(f'{kind}_*.jsonl')))})",
+             (f"false keeps: {keep} ({keep / n:.2%})" if kind == "aa" else f"keeps (detections): {keep} ({keep / n:.2%})"),
              "outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
              f"all correct: {all(r['correct'] for r in recs)}; workloads timed per comparison: "
-             f"{sorted({r['timed'] for r in recs})} of {sorted({r['workloads'] for r in recs})}",
+             f"{sorted({r['timed'] for r in recs}, key=str)} of {sorted({r['workloads'] for r in recs}, key=str)}",
+             "statuses seen: " + ", ".join(sorted({s for r in recs for s in r.get("statuses", [])})),
              f"wall s per comparison: median {statistics.median(walls):.1f}, min {min(walls):.1f}, "
              f"max {max(walls):.1f}",
              f"geomean ratio: median {statistics.median(ratios):.4f}, min {min(ratios):.4f}, max {max(ratios):.4f}"
              if ratios else "no ratios",
              f"median rounds: {statistics.median([r['rounds'] or 0 for r in recs])}"]
+    per: dict[str, list[float]] = {}
+    for r in recs:
+        for u, x in (r.get("per_workload") or {}).items():
+            per.setdefault(u, []).append(x)
+    if per:
+        lines.append("median ratio per workload: " + ", ".join(f"{u} {statistics.median(v):.4f}" for u, v in per.items()))
     phases = [r["phases"] for r in recs if r.get("phases")]
     if phases:
         keys = sorted({k for p in phases for k in p})
         lines.append("median wall s by phase of the judge: " + ", ".join(
             f"{k} {statistics.median([p.get(k, 0.0) for p in phases]):.1f}" for k in keys))
-    guards = [r for r in recs if r["outcome"] == "guard"][:3]
-    lines += [f"guard example: {r['reason']}" for r in guards]
+    examples = [r for r in recs if r["outcome"] not in ("inconclusive", "keep")][:3]
+    lines += [f"{r['outcome']} example: {r['reason']}" for r in examples]
     worst = [r["worst_workload_ratio"] for r in recs if isinstance(r.get("worst_workload_ratio"), float)
              and not math.isnan(r["worst_workload_ratio"])]
     if worst:
         lines.append(f"worst single-workload ratio seen: {max(worst):.4f}")
+    med = f"{statistics.median(ratios):.4f}" if ratios else "-"
+    if kind == "aa":
+        lines.append(f"RESULTS row: | A/A through the loop's own stages and verdict rule (judge's clock on) | "
+                     f"**{keep} false keeps in {n}** ({', '.join(f'{v} {k}' for k, v in sorted(outcomes.items()))}); "
+                     f"median {statistics.median(walls):.1f} s per comparison | <= 1 % | `aa_full.py` |")
+    else:
+        lines.append(f"RESULTS row: | power at {1 / (1 + slower[0]) - 1:+.1%} on rmsnorm through the loop's own stages "
+                     f"(parent: the kernel spinning {slower[0]:.2%} of each program's time) | **{keep}/{n} kept "
+                     f"({keep / n:.0%})**, median measured ratio {med} | >= 95 % | `aa_full.py --slower {slower[0]:g}` |")
     return "\n".join(lines)
 
 
@@ -118,6 +207,10 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=480.0, help="stop starting comparisons after this")
     ap.add_argument("--procs", type=int, default=3, help="comparisons at once per GPU")
     ap.add_argument("--gpus", default="0", help="CUDA indices, e.g. 0,1")
+    ap.add_argument("--slower", type=float, default=0.0,
+                    help="power: the parent is the kernel made this much slower (0.0309: the candidate at -3 %%)")
+    ap.add_argument("--backend", default="local", choices=("local", "interpret"),
+                    help="interpret: a CPU dry run of the plumbing (correctness only, untimed verdicts)")
     ap.add_argument("--summarize", help="print the summary of a finished run's folder and exit")
     ap.add_argument("--_worker", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -125,24 +218,29 @@ def main() -> int:
         print(summarize(Path(a.summarize)))
         return 0
     if a._worker:
-        worker(Path(a._worker[0]), a.target, a.budget_s, int(a._worker[1]) * 100_000 + int(a._worker[2]) * 1000)
+        worker(Path(a._worker[0]), a.target, a.budget_s, int(a._worker[1]) * 100_000 + int(a._worker[2]) * 1000,
+               a.slower, a.backend)
         return 0
     if not a.out:
         ap.error("--out is required")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     procs = []
+    kind = "power" if a.slower else "aa"
     for g in [x.strip() for x in a.gpus.split(",") if x.strip()]:
         for k in range(a.procs):
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=g, PYTHONUNBUFFERED="1", AUTOGK_TRACKING_ENABLED="0")
-            log = open(out / f"aa_{g}_{k}.log", "w")
+            if a.backend == "interpret":
+                env["TRITON_INTERPRET"] = "1"
+            log = open(out / f"{kind}_{g}_{k}.log", "w")
             procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--target", a.target, "--budget-s", str(a.budget_s),
-                 "--_worker", str(out / f"aa_{g}_{k}.jsonl"), g, str(k)], env=env, stdout=log, stderr=log))
+                [sys.executable, __file__, "--target", a.target, "--budget-s", str(a.budget_s), "--slower",
+                 str(a.slower), "--backend", a.backend, "--_worker", str(out / f"{kind}_{g}_{k}.jsonl"), g, str(k)],
+                env=env, stdout=log, stderr=log))
     for p in procs:
         p.wait()
     text = summarize(out)
-    (out / "aa_summary.txt").write_text(text + "\n")
+    (out / f"{kind}_summary.txt").write_text(text + "\n")
     print(text)
     return 0
 

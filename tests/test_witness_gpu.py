@@ -52,7 +52,9 @@ def show(name: str, out: dict, workloads: list) -> list[dict]:
         print(f"WITNESS {name} n={w['axes']['n']}: {c['status']} parent {p.get('latency_us')} us, candidate "
               f"claims {c.get('latency_us')} us, judge's clock {c.get('witness_latency_us')} us, ratio "
               f"{c.get('ratio_vs_parent')}, windows {c.get('window_us')}, interfered "
-              f"{c.get('interfered_parent', 0)}/{c.get('interfered_candidate', 0)}; {c.get('message', '')[:160]}")
+              f"{c.get('interfered_parent', 0)}/{c.get('interfered_candidate', 0)}; net of each label's flushes "
+              f"{c.get('witness_net_us')} us (claims per round {c.get('witness_claimed_us')} us), flushes "
+              f"{(c.get('clock') or {}).get('flush_us')}; {c.get('message', '')[:160]}")
         recs.append(c)
     return recs
 
@@ -63,7 +65,10 @@ def test_an_honest_pair_agrees_with_cupti_and_with_itself():
         assert c["status"] == Status.PASSED and c.get("witness_latency_us"), c
         assert not c.get("interfered_parent") and not c.get("interfered_candidate"), c
         if c["latency_us"] >= 10:  # within 5 % of CUPTI from 10 us up
-            assert abs(c["witness_latency_us"] / c["latency_us"] - 1) < 0.05, c
+            # The clock net of each label's own flushes (the windows hold one per call, each process
+            # flushing its own buffer at its own pace), against the same rounds' CUPTI figures (per-round
+            # means, as the clock's own figure is built from). The raw figure is printed above.
+            assert abs(c["witness_net_us"] / c["witness_claimed_us"] - 1) < 0.05, c
             assert abs(c["ratio_vs_parent"] - 1) < 0.05, c
 
 

@@ -47,7 +47,10 @@ from .status import Status
 def clock_record(w: dict) -> dict:
     """Per round, us a call: the parent's figure, the candidate's claim and the candidate as the judge's
     clock saw it (rounds.paired_figures), so a clock verdict can be read back from the record."""
-    return {k: [round(x, 3) for x in w[k]] for k in ("parent", "claimed", "seen")}
+    rec = {k: [round(x, 3) for x in w[k]] for k in ("parent", "claimed", "seen", "net") if w.get(k)}
+    if w.get("flush_us"):
+        rec["flush_us"] = w["flush_us"]
+    return rec
 
 def environment(device: str) -> dict:
     import triton
@@ -145,11 +148,21 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         if u in failures:
             label, e = failures[u]
             recs[f"{label}:{u}"].update(status=e.status, message=str(e))
+            # The other label passed its checks but has no figures here: said so in its record (its
+            # status stays what the checks found; the verdict reads the failing label's).
+            other = next((lb for lb in (cand.label, base.label) if lb != label and f"{lb}:{u}" in recs), None)
+            if other is not None:
+                recs[f"{other}:{u}"].update(timed=False, message=f"not timed: the {label} failed here "
+                                            f"({e.status.value if hasattr(e.status, 'value') else e.status}: "
+                                            f"{str(e)[:200]})")
             if fig.get(u, {}).get("witness"):  # what the judge's clock saw, whichever way it ended
                 recs[f"candidate:{u}"]["clock"] = clock_record(fig[u]["witness"])
             continue
         f = fig[u]
         if not f["log_ratio"]:
+            for lb in (cand.label, base.label):
+                if f"{lb}:{u}" in recs:
+                    recs[f"{lb}:{u}"].update(timed=False, message="not timed: no round completed on this workload")
             continue
         c = recs[f"candidate:{u}"]
         c.update(latency_us=stats.median(f["candidate"]), host_latency_us=stats.median(f["host_candidate"]),
@@ -157,7 +170,9 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
         if f.get("witness"):  # the candidate as the judge's own clock saw it (rounds.clock_failure)
             w = f["witness"]
-            c.update(witness_latency_us=stats.median(w["seen"]),
+            if w.get("net"):  # net of each label's own flushes: a measurement, not a verdict's figure
+                c["witness_net_us"] = stats.median(w["net"])
+            c.update(witness_latency_us=stats.median(w["seen"]), witness_claimed_us=stats.median(w["claimed"]),
                      window_us={k: round(stats.median(v), 3) for k, v in w["window_us"].items()},
                      clock=clock_record(w))
         for k in ("interfered_parent", "interfered_candidate"):

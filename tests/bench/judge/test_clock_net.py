@@ -1,0 +1,43 @@
+"""The judge's clock net of each label's own flushes (rounds.paired_figures): a measurement beside the
+raw figure, which alone decides a verdict."""
+from __future__ import annotations
+
+from autogk_git.bench.judge import rounds
+from autogk_git.bench.judge.status import Status
+
+N = 20  # timed calls a window; the window holds N + 1 flushes
+
+
+def got(call_us: float, claim_us: float, flush_us: float, fixed_us: float = 620.0) -> dict:
+    """One label's reply: its own (CUPTI) figures, and the window the judge's clock saw."""
+    window = fixed_us + N * call_us + (N + 1) * flush_us
+    return {"us": claim_us, "samples": [claim_us] * N, "method": "cupti", "flush_us": (N + 1) * flush_us,
+            "witness": {"window_us": window}}
+
+
+def rounds_of(parent: dict, cand: dict, k: int = 6) -> dict:
+    f: dict = {}
+    for _ in range(k):
+        rounds.paired_figures(f, {"parent": parent, "candidate": cand}, "parent", "candidate", N)
+    return f
+
+
+def test_a_process_that_flushes_slower_is_seen_slower_raw_and_equal_net():
+    # A/A at 11.5 us a call, the candidate's process flushing 0.75 us slower (27 us against 27.75):
+    # the raw clock sees 0.79 us a call more (6.8 %, as on the H200 at 12 us); net of the flushes, none.
+    f = rounds_of(got(11.5, 11.5, 27.0), got(11.5, 11.5, 27.75))
+    w = f["witness"]
+    assert abs(w["seen"][0] - (11.5 + 21 * 0.75 / N)) < 1e-9, w["seen"]
+    assert abs(w["net"][0] - 11.5) < 1e-9, w["net"]
+    assert w["flush_us"]["candidate"][0] == round(21 * 27.75, 3)
+
+
+def test_flush_times_the_candidate_reports_longer_move_the_net_figure_only():
+    # Claims 3.9 us a call and takes 12.3; reports its flushes 9 us longer each than they took, which
+    # would net its window down to its claim. The verdict's figure is the raw one: still TAMPERED.
+    cheat = got(12.3, 3.9, 27.0)
+    cheat["flush_us"] = 21 * (27.0 + 9.0)
+    f = rounds_of(got(11.5, 11.5, 27.0), cheat)
+    assert f["witness"]["net"][0] < 11.5 - 8.0 + 0.5  # the net figure is fooled ...
+    bad = rounds.clock_failure(f, "cuda")
+    assert bad is not None and bad.status == Status.TAMPERED  # ... the verdict is not
