@@ -36,7 +36,7 @@ BLOCK_N = 128  # autogk: tune [32, 64, 128]
 NUM_WARPS = 4  # autogk: tune [4, 8]
 NUM_STAGES = 2  # autogk: tune [1, 2, 3]
 FP8_DOT = True  # autogk: tune [True, False]
-SELECT_WARPS = 8  # autogk: tune [4, 8, 16]
+SELECT_WARPS = 8  # autogk: tune [4, 8, 16]  (per 4096 tokens a select program holds: 8192 takes twice, at most 16)
 MAP_WARPS = 4  # autogk: tune [1, 2, 4, 8]
 SINGLE_MAX = 8192  # widest row whose scores stay in registers through the select
 CHUNK = 4096  # tokens per step when a row's scores are streamed
@@ -134,11 +134,12 @@ def _select(score_ptr, table_ptr, seq_lens_ptr, out_ptr, max_pages, width, K: tl
     row = tl.program_id(0).to(tl.int64)
     seq_len = tl.load(seq_lens_ptr + row)
     if seq_len <= K:  # every token of the row, position j is token j, then -1
+        # (names of their own: Triton merges a name bound in both branches, and the shapes differ)
         for c in tl.static_range(0, K, SHORT_BLOCK):
-            offs = c + tl.arange(0, SHORT_BLOCK)
-            inside = offs < seq_len
-            page = tl.load(table_ptr + row * max_pages + offs // PAGE, mask=inside, other=0)
-            tl.store(out_ptr + row * K + offs, tl.where(inside, page * PAGE + offs % PAGE, -1))
+            s_offs = c + tl.arange(0, SHORT_BLOCK)
+            s_in = s_offs < seq_len
+            s_page = tl.load(table_ptr + row * max_pages + s_offs // PAGE, mask=s_in, other=0)
+            tl.store(out_ptr + row * K + s_offs, tl.where(s_in, s_page * PAGE + s_offs % PAGE, -1))
     else:
         base = score_ptr + row * width
         prefix = tl.zeros([], tl.int32)
@@ -216,8 +217,10 @@ def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_ind
     if radix:
         stream = width > SINGLE_MAX
         block = CHUNK if stream else triton.next_power_of_2(width)
+        # 8192 scores in 8 warps take 255 registers a thread on sm_90: more warps, fewer each
+        warps = min(16, SELECT_WARPS * max(1, block // 4096))
         _select[(batch,)](scores, block_table, seq_lens, topk_indices, max_pages, width_s, K=k, PAGE=page,
-                          SHORT_BLOCK=short_block, BLOCK=block, STREAM=stream, num_warps=SELECT_WARPS)
+                          SHORT_BLOCK=short_block, BLOCK=block, STREAM=stream, num_warps=warps)
         return
     vals, pos = torch.topk(scores, k, dim=1, sorted=False)
     _positions_to_ids[(batch, triton.cdiv(k, short_block))](pos, vals, block_table, seq_lens, topk_indices,
