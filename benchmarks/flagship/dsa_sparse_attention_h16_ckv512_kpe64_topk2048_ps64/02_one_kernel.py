@@ -13,7 +13,7 @@ Work goes only where there are valid entries. In decode most of a token's 2048 s
 blocks that hold at least one valid entry; the split of rank r takes the listed blocks r, r + SPLITS,
 r + 2 SPLITS, ... A token whose valid entries fit in one block is finished by split 0 alone, which
 writes the output directly. Otherwise each busy split writes a partial result and counts itself done
-on the token's counter (an atomic add, acquire-release); the split that comes last merges the busy
+on the token's counter (a CTA barrier, then an atomic add, acquire-release); the split that comes last merges the busy
 splits' partials by their lse, writes the output and sets the counter back to 0 for the next call.
 One kernel, no second launch. The counters (one int32 per token) are allocated once, zeroed, and
 always left at zero.
@@ -107,6 +107,9 @@ def _sparse_attend(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, 
         tl.store(part_o_ptr + part * H * DC + offs_h[:, None] * DC + offs_c[None, :], o)
         tl.store(part_lse_ptr + part * H + offs_h, lse)
         used = tl.minimum(n_busy, SPLITS)  # splits 0 .. used-1 each have a block and write a partial
+        # The atomic is one thread's: a CTA barrier first, so every thread's partial stores are
+        # ordered before its release (without it a warp still storing races the merging split).
+        tl.debug_barrier()
         done = tl.atomic_add(count_ptr + tok64, 1, sem="acq_rel")
         if done == used - 1:  # the last busy split: every other partial is written and visible
             offs_s = tl.arange(0, SPLITS)
