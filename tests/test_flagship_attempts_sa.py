@@ -1,0 +1,135 @@
+"""The hand-written attempts for the sparse-attention flagship target (benchmarks/flagship/<target>/
+NN_*.py, which benchmarks/flagship/attempt.py puts into kernel.py in order), each run in Triton's
+CPU interpreter against the definition's reference and judged by the target's compare rules.
+
+Cases: two contest-shaped workloads whose pools fit the CPU (tokens of 4-13 busy index blocks: the
+split-and-merge paths), short tokens of one to three blocks (the paths without a merge), the cache
+scaled by 64 and the queries by 1/64 (exact in bf16, the same logits, a 64x larger output: softmax
+weights rounded to one bf16 move it outside FlashInfer-Bench's band), and -1 anywhere with a row of
+padding only. Each case is called twice on fresh output buffers: a kernel that keeps counters or
+partials between calls must leave them ready for the next call. Broken copies of the newest attempt
+show that the check catches one-bf16 weights and a natural-log lse.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
+EXAMPLES = REPO / "autogk_git" / "examples"
+ATTEMPTS = sorted((REPO / "benchmarks" / "flagship" / SA).glob("[0-9][0-9]_*.py"))
+
+CHECK = r"""
+import importlib.util, json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from autogk_git.bench.judge import rules
+root, target, kernel_file = sys.argv[2], sys.argv[3], sys.argv[4]
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); return m
+gen, ker = load(f"{root}/{target}/inputs.py", "gen"), load(kernel_file, "ker")
+d = json.load(open(f"{root}/{target}/definition.json"))
+ns = {}; exec(d["reference"], ns)
+consts = {n: a["value"] for n, a in d["axes"].items() if a.get("type") == "const"}
+lines = [json.loads(l)["workload"] for l in open(f"{root}/{target}/workloads.jsonl")]
+
+def case(name, wl, seed, edit=None):
+    axes = {**consts, **wl["axes"]}
+    x = gen.generate(dict(axes), d, seed, "cpu", workload=wl)
+    if edit:
+        edit(x)
+    args = [x[n] for n in d["inputs"]]
+    want = ns["run"](*args)
+    try:
+        for call in (1, 2):  # a second call on fresh buffers: counters and scratch left ready
+            outs = [torch.full_like(w, float("nan")) for w in want]
+            assert ker.run(*args, *outs) is None
+            for (out_name, spec), o, w in zip(d["outputs"].items(), outs, want):
+                rules.judge(out_name, spec["dtype"], o, w, rules.declared(gen).get(out_name), x, axes, gen)
+        print("PASSED", name, flush=True)
+        return outs
+    except rules.Mismatch as e:
+        print("FAILED", name, f"(call {call}):", str(e)[:400], flush=True)
+        return None
+
+def scaled(x):  # powers of 2: exact in bf16, the same logits, outputs 64x larger
+    x["ckv_cache"] = x["ckv_cache"] * 64.0
+    x["q_nope"] = x["q_nope"] / 64.0
+
+def padding(x):  # row 0 padding only, row 1 its ids and -1 shuffled
+    idx = x["sparse_indices"]
+    idx[0] = -1
+    idx[1] = idx[1][torch.randperm(idx.shape[1], generator=torch.Generator().manual_seed(0))]
+
+def padded(outs):
+    if outs is not None and not (bool((outs[0][0] == 0).all()) and bool((outs[1][0] == float("-inf")).all())):
+        print("FAILED padding: a row of padding only must give output 0 and lse -inf", flush=True)
+        return None
+    return outs
+
+CASES = {
+    "contest-1": lambda: case("contest-1", lines[1], 5),
+    "contest-2": lambda: case("contest-2", lines[2], 6),
+    "short": lambda: case("short", {"axes": {"num_tokens": 3, "num_pages": 24},
+                                    "layout": {"runs": [[33], [5, 40], [130]]}}, 7),
+    "scaled": lambda: case("scaled", lines[0], 5, scaled),
+    "padding": lambda: padded(case("padding", {"axes": {"num_tokens": 2, "num_pages": 4}}, 9, padding)),
+}
+names = json.loads(sys.argv[5]) if len(sys.argv) > 5 else list(CASES)
+results = [CASES[n]() for n in names]
+sys.exit(0 if all(r is not None for r in results) else 1)
+"""
+
+
+def check(kernel: Path, cases: list[str] | None = None) -> subprocess.CompletedProcess:
+    """CHECK on one kernel file: every case, or the ones named."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    extra = [json.dumps(cases)] if cases else []
+    return subprocess.run([sys.executable, "-c", CHECK, str(REPO), str(EXAMPLES), SA, str(kernel), *extra],
+                          capture_output=True, text=True, env=env, timeout=900)
+
+
+def test_there_are_attempts_to_check():
+    assert len(ATTEMPTS) >= 3, ATTEMPTS
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a.stem for a in ATTEMPTS])
+def test_each_attempt_matches_the_reference_in_the_interpreter(attempt):
+    out = check(attempt)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert out.stdout.count("PASSED") == 5, out.stdout
+
+
+def broken_copy(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
+    newest = ATTEMPTS[-1]
+    text = newest.read_text()
+    assert text.count(old) == count, f"{newest.name} no longer has {old!r} {count}x: update this broken copy"
+    path = tmp_path / newest.name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_the_check_fails_a_copy_with_softmax_weights_in_one_bf16(tmp_path):
+    path = broken_copy(tmp_path, "p_lo = (p - p_hi.to(tl.float32)).to(tl.bfloat16)",
+                       "p_lo = (p * 0.0).to(tl.bfloat16)")
+    out = check(path, ["contest-1", "scaled"])
+    assert out.returncode == 1, out.stdout + out.stderr[-3000:]
+    assert "FAILED scaled (call 1): output output" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+def test_the_check_fails_a_copy_with_a_natural_log_lse(tmp_path):
+    # Both lse stores (a token finished by one program, a merged token) write ln instead of log2.
+    path = broken_copy(tmp_path, "tl.store(lse_ptr + tok64 * H + offs_h, lse",
+                       "tl.store(lse_ptr + tok64 * H + offs_h, 0.6931471805599453 * lse", count=2)
+    out = check(path, ["contest-1", "short"])
+    assert out.returncode == 1, out.stdout + out.stderr[-3000:]
+    for name in ("contest-1", "short"):  # merged, and mostly single-program tokens
+        assert f"FAILED {name} (call 1): output lse" in out.stdout, out.stdout + out.stderr[-3000:]
