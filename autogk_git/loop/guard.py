@@ -24,6 +24,11 @@ slowdown past it. Nor can noise hide one where the upper bound lies more than SP
 candidate's own spreads below 1 + guard: a kernel many times faster (on the H200, a top-k indexer from
 ~40 us to ~2 us) has the relative spread of a 2 us kernel, 3.8 % against its parent's 0.2 %, and a
 bound of 0.06x, which no noise of that size carries past the guard; the old rule called it unstable.
+Nor where the candidate was faster than its parent in every one of at least SIGN_ROUNDS paired rounds
+(fresh inputs each round): if its typical round were not faster, that would happen with chance at most
+1/32; noise made to hide a slowdown must put some rounds above the parent, and those keep it unstable.
+On the H200 an honest top-k with a radix select whose time depends on its data (spread 9 % against its
+parent's 1 %, every bound at or below 0.81x) was reverted as unstable by the spread rule alone.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ from typing import Any
 from autogk_git.bench.judge import stats
 
 SPREAD_RATIO = 8.0
+SIGN_ROUNDS = 5  # every one of at least this many paired rounds faster: a sign test at 1/32
 UNBOUNDED = 1e9  # an upper bound no data limits (one round)
 
 
@@ -92,6 +98,7 @@ def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, floa
         sc, sp = spread.get(u, (0.0, 0.0))
         sp = max(sp, machine)
         clear = ups[u] < UNBOUNDED and math.log1p(margin) - math.log(max(ups[u], 1e-12)) > SPREAD_RATIO * sc
+        clear = clear or (len(lrs) >= SIGN_ROUNDS and max(lrs) < 0.0)
         if sc > floor and sc > SPREAD_RATIO * sp and not clear:
             out.append({**row, "kind": "unstable", "spread": sc, "parent_spread": sp})
         elif not ups[u] <= 1.0 + margin:

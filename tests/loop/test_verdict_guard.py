@@ -141,6 +141,35 @@ def test_a_kernel_many_times_faster_with_a_small_kernels_noise_is_kept_not_unsta
     assert v["decision"] == "revert"
 
 
+class RoundNoise:
+    """A candidate whose time on every workload varies from round to round (its data decides its work:
+    a radix select), not from call to call: each round draws one factor per workload."""
+
+    def __init__(self, ratio: float, sd: float, seed: int) -> None:
+        self.ratio, self.sd, self.rng, self.calls = ratio, sd, random.Random(seed), [0] * N_WL
+        self.factor: dict = {}
+
+    def __call__(self, w: int, rng: random.Random) -> float:
+        r = self.calls[w] // CALLS[w]
+        self.calls[w] += 1
+        if (w, r) not in self.factor:
+            self.factor[w, r] = self.ratio * math.exp(self.rng.gauss(0, self.sd))
+        return self.factor[w, r]
+
+
+def test_a_kernel_faster_in_every_round_is_kept_though_its_time_varies_with_its_data():
+    # Seen on the H200: a top-k whose radix select's time depends on its data, 0.83x on the geomean,
+    # spread 9 % a round against its parent's 1 %, every bound at or below 0.81x: "unstable" by the
+    # spread rule, though every paired round was faster than the parent.
+    c = cfg()
+    vs = [PairedRatioRule().decide(simulate(RoundNoise(0.75, 0.07, k), 100 + k, c), c) for k in range(10)]
+    kept = [v for v in vs if v["decision"] == "keep"]
+    assert len(kept) >= 9, [v["reason"] for v in vs if v["decision"] != "keep"][:2]
+    # A kernel as noisy but not faster in every round is still blocked: its noise could hide a slowdown.
+    vs = [PairedRatioRule().decide(simulate(RoundNoise(0.97, 0.07, k), 200 + k, c), c) for k in range(10)]
+    assert not [v for v in vs if v["decision"] == "keep"], [v["reason"] for v in vs if v["decision"] == "keep"]
+
+
 # --- a parent failure blocks the keep ------------------------------------------------------------------------
 
 def parent_failed_bench(status: str = "TIMEOUT") -> dict:
