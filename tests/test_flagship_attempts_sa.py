@@ -1,5 +1,6 @@
 """The hand-written attempts for the sparse-attention flagship target (benchmarks/flagship/<target>/
-NN_*.py, which benchmarks/flagship/attempt.py puts into kernel.py in order), each run in Triton's
+NN_*.py, which benchmarks/flagship/attempt.py puts into kernel.py in order; reverted ones under tried/
+are not offered again and not checked here), each run in Triton's
 CPU interpreter against the definition's reference and judged by the target's compare rules.
 
 Cases: two contest-shaped workloads whose pools fit the CPU (tokens of 4-13 busy index blocks: the
@@ -98,7 +99,10 @@ def check(kernel: Path, cases: list[str] | None = None) -> subprocess.CompletedP
 
 
 def test_there_are_attempts_to_check():
-    assert len(ATTEMPTS) >= 3, ATTEMPTS
+    # Reverted attempts move to <target>/tried/, which neither attempt.py nor this glob looks into.
+    names = {a.stem[:2] for a in ATTEMPTS}
+    assert {"01", "05"} <= names, ATTEMPTS
+    assert not names & {"02", "03", "04"}, ATTEMPTS
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a.stem for a in ATTEMPTS])
