@@ -66,18 +66,21 @@ def _attend_block(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, p
         row = tl.where(valid, idx, 0).to(tl.int64)
         kc = tl.load(ckv_ptr + row[:, None] * DC + offs_c[None, :], mask=valid[:, None], other=0.0).to(DOT_DTYPE)
         kp = tl.load(kpe_ptr + row[:, None] * DP + offs_p[None, :], mask=valid[:, None], other=0.0).to(DOT_DTYPE)
-        s = tl.dot(qn, tl.trans(kc)) + tl.dot(qp, tl.trans(kp))
-        s = tl.where(valid[None, :], s * scale_log2, float("-inf"))
-        m = tl.max(s, axis=1)  # finite: the block holds a valid entry
-        p = tl.exp2(s - m[:, None])
-        l_i = tl.sum(p, axis=1)
+        # Transposed, [BLOCK_N rows, H heads]: with M = BLOCK_N (not 16 heads) both dots compile to
+        # Hopper's wgmma, reading the one shared-memory copy of kc (as is, then transposed); the
+        # [H, BLOCK_N] form made a second 64 KB copy for the first dot (114 KB: 1 program per SM).
+        st = tl.dot(kc, tl.trans(qn)) + tl.dot(kp, tl.trans(qp))  # [BLOCK_N, H]
+        st = tl.where(valid[:, None], st * scale_log2, float("-inf"))
+        m = tl.max(st, axis=0)  # [H], finite: the block holds a valid entry
+        p = tl.exp2(st - m[None, :])
+        l_i = tl.sum(p, axis=0)
         # p in two bf16 parts (high, then the rest), rounded through bf16 under the interpreter too:
         # one bf16 p is off by up to 2^-9 of itself, which a row of large values of mixed sign turns
         # into 2-4 bf16 ulps of a small output, outside FlashInfer-Bench's max(1e-2, 1e-2 |ref|) band.
         p_hi = p.to(tl.bfloat16)
         p_lo = (p - p_hi.to(tl.float32)).to(tl.bfloat16)
-        acc = tl.dot(p_hi.to(DOT_DTYPE), kc) + tl.dot(p_lo.to(DOT_DTYPE), kc)
-        o = acc / l_i[:, None]
+        acc = tl.dot(tl.trans(kc), p_hi.to(DOT_DTYPE)) + tl.dot(tl.trans(kc), p_lo.to(DOT_DTYPE))  # [DC, H]
+        o = tl.trans(acc / l_i[None, :])
         lse = m + tl.log2(l_i)
         if tl.sum(busy, axis=0) == 1:  # the whole token in this block: write the result, no merge
             tl.store(out_ptr + tok64 * H * DC + offs_h[:, None] * DC + offs_c[None, :], o.to(out_ptr.dtype.element_ty))
