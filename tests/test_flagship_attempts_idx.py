@@ -93,7 +93,8 @@ PLAIN = [c for c in CASES if "patch" not in c]
 
 
 @pytest.mark.parametrize("attempt, cases", [("01_short_rows_unscored.py", PLAIN),
-                                            ("03_short_path_of_01.py", CASES)])
+                                            ("03_short_path_of_01.py", CASES),
+                                            ("04_select_5bit_digits.py", CASES)])
 def test_indexer_attempt_is_a_top_k_set_on_every_path(attempt, cases):
     out = run_cases(ATTEMPTS / attempt, cases)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
@@ -127,8 +128,10 @@ for tail in (False, True):
 """
 
 
-# 02 ran on the H200 and was reverted (tried/): it stays compiled here, as 03 is 02 but for one launch.
-@pytest.mark.parametrize("attempt", ["tried/02_long_rows_radix_select.py", "03_short_path_of_01.py"])
+# 02 ran on the H200 and was reverted (tried/): it stays compiled here, as 03 is 02 but for one launch
+# (its selection is 03's, which the cases above judge).
+@pytest.mark.parametrize("attempt", ["tried/02_long_rows_radix_select.py", "03_short_path_of_01.py",
+                                     "04_select_5bit_digits.py"])
 def test_indexer_attempt_compiles_for_the_h200(attempt):
     # The interpreter runs Python: a kernel it accepts may not compile (a name bound to tensors of two
     # shapes in the two branches of an `if` is one). Compiling to sm_90 catches that here, not on the GPU.
