@@ -1,7 +1,8 @@
 """The flagship's hand-written DSA indexer attempts, run through the CPU interpreter and judged as the judge
 judges them (the top-k-set rule against the reference), on small input sets that reach each of their paths:
 rows of at most 2048 tokens, long rows selected in registers, streamed in chunks or by torch.topk, and
-scores tied exactly at the 2048th rank (the radix select must take just enough of the ties)."""
+scores tied exactly at the 2048th rank (the radix select must take just enough of the ties). Attempts set
+aside after their GPU run live in the target's tried/ folder, which attempt.py does not offer."""
 from __future__ import annotations
 
 import json
@@ -87,11 +88,17 @@ def run_cases(attempt: Path, cases: list[dict]) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=900)
 
 
-@pytest.mark.parametrize("attempt", ["02_long_rows_radix_select.py"])
-def test_indexer_attempt_is_a_top_k_set_on_every_path(attempt):
-    out = run_cases(ATTEMPTS / attempt, CASES)
+# Attempt 01 has neither the radix select nor its limits: it takes the cases that patch none.
+PLAIN = [c for c in CASES if "patch" not in c]
+
+
+@pytest.mark.parametrize("attempt, cases", [("01_short_rows_unscored.py", PLAIN),
+                                            ("03_short_path_of_01.py", CASES),
+                                            ("04_select_5bit_digits.py", CASES)])
+def test_indexer_attempt_is_a_top_k_set_on_every_path(attempt, cases):
+    out = run_cases(ATTEMPTS / attempt, cases)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    assert out.stdout.count("PASSED") == len(CASES)
+    assert out.stdout.count("PASSED") == len(cases)
 
 
 COMPILE = r"""
@@ -112,17 +119,23 @@ for block, stream, warps in ((1024, False, 8), (4096, False, 8), (8192, False, 1
             num_warps=warps)
 score = {"q_ptr": "*fp8e4nv", "k_ptr": "*fp8e4nv", "ks_ptr": "*fp32", "w_ptr": "*fp32", "seq_lens_ptr": "*i32",
          "table_ptr": "*i32", "score_ptr": "*fp32", "max_pages": "i32", "width": "i32"}
+ids = {"pos_ptr": "*i32", "val_ptr": "*fp32", "table_ptr": "*i32", "seq_lens_ptr": "*i32", "out_ptr": "*i32",
+       "max_pages": "i32"}
+compile(ker._positions_to_ids, ids, {"K": 2048, "PAGE": 64, "BLOCK": 1024}, num_warps=ker.MAP_WARPS)
 for tail in (False, True):
     compile(ker._long_scores, score, {"H": 64, "D": 128, "PAGE": 64, "BLOCK_N": ker.BLOCK_N, "DOT_DTYPE": tl.float8e4nv,
             "TOPK": 2048, "MASK_TAIL": tail}, num_warps=ker.NUM_WARPS, num_stages=ker.NUM_STAGES)
 """
 
 
-@pytest.mark.parametrize("attempt", ["02_long_rows_radix_select.py"])
+# 02 ran on the H200 and was reverted (tried/): it stays compiled here, as 03 is 02 but for one launch
+# (its selection is 03's, which the cases above judge).
+@pytest.mark.parametrize("attempt", ["tried/02_long_rows_radix_select.py", "03_short_path_of_01.py",
+                                     "04_select_5bit_digits.py"])
 def test_indexer_attempt_compiles_for_the_h200(attempt):
     # The interpreter runs Python: a kernel it accepts may not compile (a name bound to tensors of two
     # shapes in the two branches of an `if` is one). Compiling to sm_90 catches that here, not on the GPU.
     out = subprocess.run([sys.executable, "-c", COMPILE, str(ATTEMPTS / attempt)], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.count("COMPILED") == 6
+    assert out.stdout.count("COMPILED") == 7
