@@ -103,6 +103,17 @@ def test_a_keep_is_profiled_outside_the_timing_and_the_figures_reach_the_note_ml
     monkeypatch.setattr(profile, "results", lambda project, target: [result])
     assert not profile.after_verdict(p, "scale", later, said.append)
     assert not profile.after_verdict(p, "scale", dict(result, backend="interpret"), said.append)
+    # Nor again once the keep is merged: the trunk then holds the merge commit, another sha with the same
+    # kernel (on the H200 each revert after a keep profiled the trunk again, 17 s an experiment).
+    git(project, "commit", "-q", "--allow-empty", "-m", "merge of the kept experiment (same kernel)")
+    merged = git(project, "rev-parse", "HEAD").strip()
+    after_merge = dict(later, experiment=5, against=merged)
+    assert not profile.after_verdict(p, "scale", after_merge, said.append), said[-1]
+    # A trunk whose kernel did change is profiled.
+    (target.dir / "kernel.py").write_text(target.kernel_path.read_text() + "\n# moved by a person\n")
+    git(project, "commit", "-qam", "a person edits the trunk's kernel")
+    moved = git(project, "rev-parse", "HEAD").strip()
+    assert profile.after_verdict(p, "scale", dict(later, experiment=6, against=moved), said.append)
 
 
 def test_without_ncu_every_view_says_so_in_one_line(project, monkeypatch):

@@ -12,6 +12,8 @@ clone (`autogk sync`) and every agent's view read the same figures.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from typing import Any
@@ -53,11 +55,17 @@ def after_verdict(project: Project, target_name: str, result: dict[str, Any], sa
     commit = result.get("commit") if keep else (result.get("against") or result.get("parent"))
     if not commit:
         return False
-    if not keep and any((r.get("profile") or {}).get("commit") == commit for r in results(project, target_name)):
-        return False  # this trunk kernel has its profile already
     target = project.target(target_name)
+    sources = kernels.sources_at(project.root, target, commit)
+    digest = hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()
+    if not keep and any((r.get("profile") or {}).get("commit") == commit
+                        or (r.get("profile") or {}).get("sources_sha256") == digest
+                        for r in results(project, target_name)):
+        # This trunk kernel has its profile already: a keep's profile names the experiment's commit, the
+        # trunk then holds the merge of it (another commit, the same kernel), so the kernel's text decides.
+        return False
     picks = chosen(result, target.workloads, "candidate" if keep else "parent")
-    job = make_job(target, "profile", {"profiled": kernels.sources_at(project.root, target, commit)},
+    job = make_job(target, "profile", {"profiled": sources},
                    [w for w, _ in picks], {}, int(commit[:8], 16))
     env = dict(os.environ)
     gpus = [g.strip() for g in (project.config.bench.gpu or "").split(",") if g.strip()]
@@ -74,7 +82,7 @@ def after_verdict(project: Project, target_name: str, result: dict[str, Any], sa
         r.update(why=reason, axes=dict(w.get("axes") or {}))
     number = result.get("experiment", 0)
     result["profile"] = {
-        "tool": "ncu", "ncu_version": ncu.version(tool), "commit": commit,
+        "tool": "ncu", "ncu_version": ncu.version(tool), "commit": commit, "sources_sha256": digest,
         "kernel": (f"#{number:04d}'s candidate, now the trunk's kernel" if keep
                    else f"the trunk's kernel ({commit[:10]})"),
         "sections": list(ncu.SECTIONS), "workloads": rows, "profile_s": round(time.time() - t0, 1)}
