@@ -26,6 +26,10 @@ from conftest import REPO
 SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
 EXAMPLES = REPO / "autogk_git" / "examples"
 ATTEMPTS = sorted((REPO / "benchmarks" / "flagship" / SA).glob("[0-9][0-9]_*.py"))
+# 05 ran on the H200 and failed there (an illegal memory access the interpreter does not see): set aside
+# under tried/, it is still checked here, and its broken copies show what the check catches.
+BLOCK_PER_PROGRAM = REPO / "benchmarks" / "flagship" / SA / "tried" / "05_block_per_program.py"
+CHECKED = ATTEMPTS + [BLOCK_PER_PROGRAM]
 
 CHECK = r"""
 import importlib.util, json, sys
@@ -101,11 +105,11 @@ def check(kernel: Path, cases: list[str] | None = None) -> subprocess.CompletedP
 def test_there_are_attempts_to_check():
     # Reverted attempts move to <target>/tried/, which neither attempt.py nor this glob looks into.
     names = {a.stem[:2] for a in ATTEMPTS}
-    assert {"01", "05"} <= names, ATTEMPTS
-    assert not names & {"02", "03", "04"}, ATTEMPTS
+    assert {"01"} <= names and BLOCK_PER_PROGRAM.is_file(), ATTEMPTS
+    assert not names & {"02", "03", "04", "05"}, ATTEMPTS
 
 
-@pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a.stem for a in ATTEMPTS])
+@pytest.mark.parametrize("attempt", CHECKED, ids=[a.stem for a in CHECKED])
 def test_each_attempt_matches_the_reference_in_the_interpreter(attempt):
     out = check(attempt)
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
@@ -113,7 +117,7 @@ def test_each_attempt_matches_the_reference_in_the_interpreter(attempt):
 
 
 def broken_copy(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
-    newest = ATTEMPTS[-1]
+    newest = BLOCK_PER_PROGRAM
     text = newest.read_text()
     assert text.count(old) == count, f"{newest.name} no longer has {old!r} {count}x: update this broken copy"
     path = tmp_path / newest.name
@@ -164,7 +168,7 @@ compile(ker._merge_blocks, mrg, {"TOPK": 2048, "BLOCK_N": ker.BLOCK_N, "H": 16, 
 def test_block_per_program_attempt_compiles_for_the_h200_at_two_programs_per_sm():
     # The interpreter runs Python: a kernel it accepts may not compile. And 05's plan rests on two
     # attention programs per SM: an H200 SM has 228 KB of shared memory, 1 KB of it reserved per program.
-    attempt = next(a for a in ATTEMPTS if a.stem.startswith("05_"))
+    attempt = BLOCK_PER_PROGRAM
     out = subprocess.run([sys.executable, "-c", COMPILE, str(attempt)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     shared = {line.split()[1]: int(line.split()[3]) for line in out.stdout.splitlines() if line.startswith("COMPILED")}
