@@ -169,10 +169,45 @@ def without_store(root: Path) -> None:
     shutil.rmtree(root / "mlruns")
 
 
+@pytest.fixture(scope="session")
+def small_template_project(template_project, tmp_path_factory):
+    """template_project with two of its workloads (n=50 and n=1000), both in the quick stage: one judge job
+    per experiment instead of two (quick, then full). For tests whose subject is not the workloads."""
+    return built_once(tmp_path_factory, "template-small", lambda f: _build_small(template_project, f)) / "proj"
+
+
+SMALL_WORKLOADS = ('"n": 50}', '"n": 1000}')
+
+
+def _build_small(template: Path, folder: Path) -> None:
+    root = folder / "proj"
+    shutil.copytree(template, root, symlinks=True)
+    _move_store(root)
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(folder),
+           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    lines = (DATA / "scale" / "workloads.jsonl").read_text().splitlines()
+    (root / "kernels" / "scale" / "workloads.jsonl").write_text(
+        "\n".join(ln for ln in lines if any(w in ln for w in SMALL_WORKLOADS)) + "\n")
+    subprocess.run(["git", "commit", "-qam", "tests: two workloads"], cwd=root, check=True, env={**os.environ, **env})
+    subprocess.run([sys.executable, "-c", _PREPARE, str(root)], check=True, capture_output=True,
+                   env={**os.environ, **env})
+
+
 @pytest.fixture
 def project(template_project, tmp_path):
-    dst = tmp_path / "proj"
-    shutil.copytree(template_project, dst, symlinks=True)
+    return _copy(template_project, tmp_path / "proj")
+
+
+@pytest.fixture
+def small_project(small_template_project, tmp_path):
+    """A copy of small_template_project; a module whose tests do not concern the workloads takes it as its
+    `project` (`def project(small_project): return small_project`)."""
+    return _copy(small_template_project, tmp_path / "proj")
+
+
+def _copy(template: Path, dst: Path) -> Path:
+    shutil.copytree(template, dst, symlinks=True)
     _move_store(dst)
     # Hooks point at this interpreter already; refresh them in case the copy moved anything (in-process:
     # the same function `autogk hooks install` calls, without starting an interpreter per test).

@@ -18,6 +18,13 @@ from autogk_git.agents.command import CommandAgent
 from autogk_git.errors import AgentError, ConfigError
 from autogk_git.project import Project
 
+
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 FAKE = DATA / "fake_cli" / "fake_cli.py"
 KERNEL = "kernels/scale/kernel.py"
 

@@ -18,6 +18,13 @@ import pytest
 
 from conftest import DATA, autogk, autogk_in, git, notes_json
 
+
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 FAKE = DATA / "fake_cli" / "fake_cli.py"
 KERNEL = "kernels/scale/kernel.py"
 RAW = "env -u GIT_DIR -u GIT_WORK_TREE git"  # the agent stepping out of its throwaway clone

@@ -11,6 +11,13 @@ import pytest
 
 from conftest import DATA, autogk, git, notes_json
 
+
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 FAKE = DATA / "fake_cli" / "fake_cli.py"
 KERNEL = "kernels/scale/kernel.py"
 OWN = ("refs/autogk/", "refs/notes/autogk/", "refs/heads/autogk/")  # autogk's own records

@@ -6,7 +6,15 @@ import os
 import stat
 import subprocess
 
+import pytest
+
 from conftest import autogk_in, git, notes_json
+
+
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
 
 
 def test_install_chains_an_existing_hook_and_uninstall_restores_it(project):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, DATA, autogk, autogk_in, git, without_store
+from conftest import BIN, autogk_in, git, without_store
 
 KILLS = 20
 # KILL_SEED=N picks other moments (to hunt for a failure: a failing seed reproduces the kill points,
@@ -35,17 +35,19 @@ SEED = int(os.environ.get("KILL_SEED", "20261130"))
 SPARE = "SPARE = 0  # autogk: tune [" + ", ".join(map(str, range(64))) + "]\n"
 
 
+@pytest.fixture
+def project(small_project):
+    """Two workloads (conftest.small_project: the quick stage covers both, one worker run per experiment)."""
+    return small_project
+
+
 def small_target(project: Path) -> None:
-    """Two workloads (the quick stage covers both: one worker run per experiment) and a wide tune space."""
-    target = project / "kernels" / "scale"
-    lines = (DATA / "scale" / "workloads.jsonl").read_text().splitlines()
-    (target / "workloads.jsonl").write_text("\n".join(ln for ln in lines if '"n": 50}' in ln or '"n": 1000}' in ln)
-                                            + "\n")
-    kernel = target / "kernel.py"
+    """A wide tune space on the two-workload project."""
+    kernel = project / "kernels" / "scale" / "kernel.py"
     mask = "MASK = True  # autogk: tune [True, False]\n"
     # After MASK, so the tuner tries MASK = False (incorrect: a revert) between keeps.
     kernel.write_text(kernel.read_text().replace(mask, mask + SPARE, 1))
-    git(project, "commit", "-qam", "tests: two workloads, a wide tune space")
+    git(project, "commit", "-qam", "tests: a wide tune space")
 
 
 # Where a kill lands: a random delay after the first output line matching one of these (None: after
@@ -212,7 +214,7 @@ def test_a_run_cut_short_by_a_kill_is_completed_by_sync_not_duplicated(project):
     client.create_run(exp_id, tags=mlflow_store._tags(result))
     doctor = autogk_in(project, "doctor", check=False).stdout
     assert "have a result note but no MLflow run (e.g. scale #0001): autogk sync" in doctor, doctor
-    synced = json.loads(autogk(project, "sync", "--json").stdout)
+    synced = json.loads(autogk_in(project, "sync", "--json").stdout)
     assert synced["logged"] == 1, synced
     [run] = client.search_runs([exp_id])
     assert run.info.status == "FINISHED" and run.data.metrics, run
@@ -239,7 +241,7 @@ def test_a_kill_while_the_store_is_created_leaves_no_broken_store(project):
     finally:
         proc.kill()
         proc.wait()
-    out = autogk(project, "sync", "--json", check=False)
+    out = autogk_in(project, "sync", "--json", check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["logged"] == 1
     assert [p.name for p in mlruns.iterdir() if "mlflow.db" in p.name] == ["mlflow.db"]  # nothing half built
@@ -299,5 +301,5 @@ def test_resume_logs_the_run_of_an_experiment_whose_note_was_written_without_one
     assert [(r["number"], r["commit"], r["status"]) for r in runs] == [(1, sha, "FINISHED")], runs
     # Resumed again (nothing left open) or synced: still one run.
     autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001")
-    assert json.loads(autogk(project, "sync", "--json").stdout)["logged"] == 0
+    assert json.loads(autogk_in(project, "sync", "--json").stdout)["logged"] == 0
     assert len(active_runs(project)) == 1

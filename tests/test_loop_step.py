@@ -17,6 +17,12 @@ import log_scale  # noqa: E402
 KERNEL = Path("kernels") / "scale" / "kernel.py"
 
 
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 def _commit_kernel(project: Path, old: str, new: str, message: str) -> None:
     k = project / KERNEL
     k.write_text(k.read_text().replace(old, new))

@@ -19,6 +19,12 @@ from autogk_git.project import Project
 NO_MLFLOW = {"AUTOGK_TRACKING_ENABLED": "false", "AUTOGK_BENCH_BACKEND": "interpret"}
 
 
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 def _merges(root):
     """(merge, first parent, second parent) of every merge on the trunk's first-parent line."""
     out = git(root, "log", "--first-parent", "--merges", "--format=%H %P", "main").split("\n")

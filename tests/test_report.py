@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, autogk
+from conftest import REPO, autogk_in
 from review_support import copy_project, iterate_report, iterated_template
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -23,13 +23,13 @@ def iterated(template_project, tmp_path_factory, tmp_path):
 
 def test_untimed_report_says_what_was_checked_and_why_each_verdict(iterated, tmp_path):
     exps = iterate_report(iterated)["experiments"]
-    autogk(iterated, "sync")  # the copy has no MLflow store: rebuild it from the notes
-    out = json.loads(autogk(iterated, "report", "--json").stdout)[0]
+    autogk_in(iterated, "sync")  # the copy has no MLflow store: rebuild it from the notes
+    out = json.loads(autogk_in(iterated, "report", "--json").stdout)[0]
     s = out["summary"]
     assert s["timed"] is False
     assert s["workloads"] == 5 and s["workloads_checked"] + s["workloads_never_checked"] == 5
     assert s["workloads_checked"] >= 1
-    best = json.loads(autogk(iterated, "best", "--json").stdout)
+    best = json.loads(autogk_in(iterated, "best", "--json").stdout)
     best = best[0] if isinstance(best, list) else best
     kept = [e for e in exps if e["decision"] == "keep"]
     if kept:
@@ -42,7 +42,7 @@ def test_untimed_report_says_what_was_checked_and_why_each_verdict(iterated, tmp
     reverted = [e for e in exps if e["decision"] == "revert"]
     assert reverted, "the iterated history has a revert whose reason the page must show"
     for e in reverted:  # the reason a revert happened is on the page, not an empty cell
-        reason = json.loads(autogk(iterated, "log", "--json").stdout)
+        reason = json.loads(autogk_in(iterated, "log", "--json").stdout)
         why = next(r["reason"] for r in reason if r["number"] == e["number"])
         assert why and why[:40].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in page
     if kept:
@@ -58,9 +58,9 @@ def test_untimed_report_says_what_was_checked_and_why_each_verdict(iterated, tmp
 def test_timed_report_draws_the_objective_and_marks_the_best(tmp_path):
     root = tmp_path / "p"
     log_scale.build(root, 12, 3, 2)
-    out = json.loads(autogk(root, "report", "--no-mlflow", "--out", str(tmp_path / "r"), "--json").stdout)[0]
+    out = json.loads(autogk_in(root, "report", "--no-mlflow", "--out", str(tmp_path / "r"), "--json").stdout)[0]
     s = out["summary"]
-    rows = json.loads(autogk(root, "log", "--json").stdout)
+    rows = json.loads(autogk_in(root, "log", "--json").stdout)
     kept = [r for r in rows if r["decision"] == "keep"]
     assert s["timed"] is True and kept
     best = min(kept, key=lambda r: r["latency_us"])

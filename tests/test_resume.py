@@ -11,6 +11,12 @@ import pytest
 from conftest import BIN, autogk_in, git, notes_json
 
 
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 def kill_when(project, marker: str, nth: int = 1) -> str:
     """Run `autogk iterate -n 5` and SIGKILL it when the nth output line containing marker appears."""
     proc = subprocess.Popen([str(BIN / "autogk"), "iterate", "-n", "5"], cwd=project, stdout=subprocess.PIPE,

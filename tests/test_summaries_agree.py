@@ -10,7 +10,7 @@ import json
 import re
 from collections import Counter
 
-from conftest import autogk, git, notes_json
+from conftest import autogk_in, git, notes_json
 
 LIMIT = {"AUTOGK_BENCH_CPU_MAX_NUMEL": "1000"}  # n=1000 (2000 elements) and n=4096 (8192) are over it
 WORDS = {"keep": "kept", "revert": "reverted", "untimed": "held untimed", "invalid": "invalid"}
@@ -68,10 +68,10 @@ def check_loop_output(out: str, root, numbers: list[int]) -> None:
 
 def test_every_summary_agrees_with_the_notes(project):
     root = project
-    first = autogk(root, "iterate", "-n", "1", env={**LIMIT, "AUTOGK_BENCH_UNTIMED": "hold"}).stdout  # held
+    first = autogk_in(root, "iterate", "-n", "1", env={**LIMIT, "AUTOGK_BENCH_UNTIMED": "hold"}).stdout  # held
     made = sorted(decisions(root))
     check_loop_output(first, root, made)
-    second = autogk(root, "iterate", "-n", "2", env=LIMIT).stdout  # the project merges correct candidates
+    second = autogk_in(root, "iterate", "-n", "2", env=LIMIT).stdout  # the project merges correct candidates
     later = sorted(set(decisions(root)) - set(made))
     check_loop_output(second, root, later)
     decs = decisions(root)
@@ -80,27 +80,27 @@ def test_every_summary_agrees_with_the_notes(project):
     words = tally_words(decs.values())
 
     # log: the marks it prints are the notes' decisions, and a filter takes the word it printed.
-    log = autogk(root, "log").stdout.splitlines()
+    log = autogk_in(root, "log").stdout.splitlines()
     marks = Counter(re.match(r"scale #\d{4} (\w+)", ln)[1] for ln in log)
     assert marks == Counter({"KEEP": c["keep"], "REVERT": c["revert"], "HELD": c["untimed"]}), log
-    held = autogk(root, "log", "--verdict", "held").stdout
+    held = autogk_in(root, "log", "--verdict", "held").stdout
     assert sorted(int(m) for m in re.findall(r"#(\d{4}) HELD", held)) == sorted(n for n, d in decs.items()
                                                                                 if d == "untimed")
 
     # show: workloads by their axes; the skipped ones with the one wording and its numbers.
     n_held = max(n for n, d in decs.items() if d == "untimed")
-    show = autogk(root, "show", str(n_held)).stdout
+    show = autogk_in(root, "show", str(n_held)).stdout
     assert re.search(r"^quick\s+n=50\s+PASSED", show, re.M), show
     assert re.search(r"^-\s+n=4096\s+not checked\s+over \[bench\] cpu_max_numel \(8192 > 1000\)$", show, re.M), show
 
     # best: no kernel is judged on every workload; it says why once, with the command that resolves it.
-    best = autogk(root, "best").stdout
+    best = autogk_in(root, "best").stdout
     assert "none judged on every workload" in best and "or workloads the backend" not in best, best
     assert "AUTOGK_BENCH_CPU_MAX_NUMEL=8192 autogk iterate" in best, best
     assert f"{c['keep']} experiment(s) kept on" in best, best
 
     # report: the counts are the notes', nothing says "nothing kept" after keeps, the skip is named.
-    autogk(root, "report", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    autogk_in(root, "report", env={"AUTOGK_TRACKING_ENABLED": "false"})
     page = (root / "mlruns" / "reports" / "scale.html").read_text()
     assert f"<p>{words}. " in page, (words, page[:800])
     assert "Nothing kept" not in page and "nothing kept" not in page
@@ -108,13 +108,13 @@ def test_every_summary_agrees_with_the_notes(project):
     assert page.count('class="held"') == c["untimed"]
 
     # pack --force: the same reason as best, and never "nothing kept" after keeps.
-    packed = autogk(root, "pack", "--force").stdout
+    packed = autogk_in(root, "pack", "--force").stdout
     assert "nothing kept" not in packed and "none judged on every workload" in packed, packed
-    info = json.loads(autogk(root, "pack", "--force", "--json").stdout)
+    info = json.loads(autogk_in(root, "pack", "--force", "--json").stdout)
     assert info["why"] in packed and info["commit"] == git(root, "rev-parse", "main").strip()
 
     # The offline research plan: the same counts; no regime named as measured when nothing was timed.
-    plan = autogk(root, "research", "--offline").stdout
+    plan = autogk_in(root, "research", "--offline").stdout
     diagnosis = plan.split("## Diagnosis", 1)[1].split("##", 1)[0]
     assert f"{words};" in diagnosis, diagnosis
     assert re.search(r"\d+ launch-bound by size", diagnosis) and "nothing was timed" in diagnosis, diagnosis

@@ -13,6 +13,13 @@ import pytest
 
 from conftest import autogk, autogk_in, git
 
+
+@pytest.fixture
+def project(small_project):
+    """Two workloads, both in the quick stage (conftest.small_project): these tests are not about workloads."""
+    return small_project
+
+
 KERNEL = "kernels/scale/kernel.py"
 
 
