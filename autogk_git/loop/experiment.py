@@ -192,12 +192,15 @@ def record(project: Project, result: dict[str, Any], say: Say, track: bool = Tru
         log_to_tracking(project, result, say)
 
 
-def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str | None:
+def log_to_tracking(project: Project, result: dict[str, Any], say: Say,
+                    files: dict[str, str] | None = None) -> str | None:
+    """Log the result's run to MLflow; files: artifacts the caller holds (record/artifacts.py), the rest
+    read from git. A failure is said, never raised: the note is the source of truth."""
     if not project.config.tracking.enabled:
         return None
     try:
         from autogk_git.tracking.mlflow_store import log_result
-        run_id = log_result(project, result)
+        run_id = log_result(project, result, files=files)
         return run_id
     except AutogkError as e:  # an unreachable store: said once per experiment, at once, never a traceback
         say(f"warning: {e.message}; run `autogk sync` to log it later")
