@@ -26,7 +26,10 @@ LAYERS = [
     ("project", ["autogk_git.project", "autogk_git.scaffold"]),
     ("git", ["autogk_git.git"]),
     ("ground", ["autogk_git.config", "autogk_git.env", "autogk_git.errors", "autogk_git.files", "autogk_git.tunables", "autogk_git.fib",
-                "autogk_git.examples", "autogk_git.resources", "autogk_git"]),
+                "autogk_git.examples", "autogk_git.resources", "autogk_git",
+                # A leaf (the standard library's enum only, in packages whose __init__ imports nothing),
+                # shipped with the judge and read by every layer that reads a result: one Status for all.
+                "autogk_git.bench.judge.status"]),
 ]
 # The judge's package runs on the benchmark machine: the standard library, torch, triton, safetensors only.
 JUDGE = PKG / "bench" / "judge"
@@ -96,6 +99,16 @@ def test_no_import_runs_up_a_layer():
             if layer_of(d) < layer_of(m):
                 bad.append(f"{m} ({LAYERS[layer_of(m)][0]}) imports {d} ({LAYERS[layer_of(d)][0]})")
     assert not bad, "imports that run up a layer:\n" + "\n".join(sorted(bad))
+
+
+def test_the_status_module_stays_a_leaf_every_layer_may_import():
+    # As ground, status.py may import nothing of the package (test_no_import_runs_up_a_layer); the
+    # packages it sits in must import nothing either, or `import ...judge.status` would load them too.
+    assert graph()["autogk_git.bench.judge.status"] == set()
+    for init in (PKG / "bench" / "__init__.py", JUDGE / "__init__.py"):
+        found = [n.lineno for n in ast.parse(init.read_text()).body if isinstance(n, ast.Import)
+                 or (isinstance(n, ast.ImportFrom) and n.module != "__future__")]
+        assert not found, f"{init.relative_to(PKG.parent)} imports (lines {found}): bench/judge/status.py is no leaf then"
 
 
 def test_import_graph_has_no_circle():
