@@ -3,6 +3,7 @@ experiment and is tagged on the run it copied, whether logged by `pick` or rebui
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,30 @@ def test_a_pick_is_its_own_run_and_tags_the_run_it_copied(iterated, monkeypatch)
     monkeypatch.setenv("AUTOGK_TRACKING_URI", f"sqlite:///{root / 'mlruns' / 'rebuilt.db'}")
     autogk_in(root, "sync")
     check()                 # a store rebuilt from the notes alone (after a clone) reads the same
+
+
+def test_the_loops_runs_carry_the_kernel_diff_and_plan_git_holds(template_project, tmp_path_factory, tmp_path):
+    # The loop hands tracking the kernel it committed; what lands in MLflow is what git holds, byte for
+    # byte, as when tracking read all three itself (and as `autogk sync` logs them from the notes).
+    import subprocess
+
+    from mlflow import MlflowClient
+    root = copy_project(iterated_template(template_project, tmp_path_factory), tmp_path / "proj", keep_mlruns=True)
+    c = MlflowClient(tracking_uri=Project(root).tracking_uri())
+    rel = Project(root).target_rel("scale")
+    rs = runs(root, "autogk/scale")
+    assert rs
+    plans = 0
+    for r in rs:
+        commit, dl = r.data.tags["autogk.commit"], tmp_path / "dl" / r.info.run_id
+        dl.mkdir(parents=True)
+        got = {a.path: Path(c.download_artifacts(r.info.run_id, a.path, str(dl))).read_text()
+               for a in c.list_artifacts(r.info.run_id)}
+        parent = json.loads(got["result.json"])["parent"]
+        assert got["kernel.py"] == git(root, "show", f"{commit}:{rel}/kernel.py")
+        assert got["diff.patch"] == git(root, "diff", parent, commit, "--", rel)
+        plan = subprocess.run(["git", "notes", "--ref", "autogk/plans", "show", commit], cwd=root,
+                              capture_output=True, text=True).stdout
+        assert got.get("plan.md", "") == plan
+        plans += bool(plan)
+    assert plans, "no run had a plan to compare"

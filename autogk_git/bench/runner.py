@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from autogk_git.bench.judge import hygiene, launch
+from autogk_git.bench.judge.status import Status
 from autogk_git.errors import BenchError
 
 JUDGE = Path(__file__).resolve().parent / "judge"
@@ -158,7 +159,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             left = deadline - time.monotonic()
             if left <= 1.0:
                 for k in pending:
-                    results[k] = {"status": "TIMEOUT", "message": "not run: the job's time limit was spent"}
+                    results[k] = {"status": Status.TIMEOUT.value, "message": "not run: the job's time limit was spent"}
                 break
             attempts += 1
             out = d / f"attempt{attempts}"
@@ -250,12 +251,12 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 why = f"no result within the job's {timeout_s:.0f} s limit"
                 for k in keys:
                     if k not in results:
-                        results[k] = {"status": "TIMEOUT", "message": why if k in inflight else
+                        results[k] = {"status": Status.TIMEOUT.value, "message": why if k in inflight else
                                       "not run: the job's time limit was spent"}
                 break
             if hung:
                 for k in hung:
-                    results[k] = {"status": "TIMEOUT", "message": f"no result within {wl_limit:.0f} s, one "
+                    results[k] = {"status": Status.TIMEOUT.value, "message": f"no result within {wl_limit:.0f} s, one "
                                   f"workload's share of the job's {timeout_s:.0f} s limit"}
                 continue
             if not inflight:
@@ -264,7 +265,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                                  f"{hygiene.redact(stderr_tail, hide)}",
                                  "run `autogk doctor` to check torch and triton")
             for k in inflight:
-                results[k] = {"status": "RUNTIME_ERROR",
+                results[k] = {"status": Status.RUNTIME_ERROR.value,
                               "message": f"the judge process died (exit code {proc.returncode}) while this "
                                          f"kernel ran: {stderr_tail[-800:].strip()}"}
     finally:

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable
 
 from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset, workload_label
-from autogk_git.bench.judge.status import Status
+from autogk_git.bench.judge.status import HARNESS, Status
 from autogk_git.bench.judge.stress import listed_axes
 from autogk_git.project import Target
 
@@ -23,7 +23,7 @@ Sources = dict[str, str]  # {file name beside kernel.py: text}: one kernel's fil
 
 # Statuses that say the harness, not the kernel, failed (inputs or the reference could not be made).
 # Not the kernel's fault, but never a pass: a candidate nobody could check is not a correct one.
-HARNESS_STATUSES = ("REFERENCE_ERROR", "HARNESS_ERROR")
+HARNESS_STATUSES = tuple(s.value for s in HARNESS)
 
 
 def is_harness(status: str) -> bool:
@@ -165,12 +165,12 @@ def coverage(all_wl: list[dict[str, Any]], usable: list[dict[str, Any]], skipped
             u = w["uuid"]
             if u in timed_ids:
                 continue
-            if parent.get(u, {}).get("status", "PASSED") != "PASSED":
+            if parent.get(u, {}).get("status", Status.PASSED.value) != Status.PASSED.value:
                 why = f"the parent is {parent[u]['status']} here: nothing to pair against"
-            elif cand.get(u, {}).get("status", "PASSED") != "PASSED":
+            elif cand.get(u, {}).get("status", Status.PASSED.value) != Status.PASSED.value:
                 why = f"the candidate is {cand[u]['status']} here"
             else:
                 why = "no paired timing (no ab stage: no parent, or an earlier stage stopped the run)"
-            untimed.append({"uuid": u, "reason": why, "parent_failed": u in parent and parent[u]["status"] != "PASSED"})
+            untimed.append({"uuid": u, "reason": why, "parent_failed": u in parent and parent[u]["status"] != Status.PASSED.value})
         cov.update(timed=len(timed_ids), untimed=untimed)
     return cov

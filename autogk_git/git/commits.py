@@ -11,10 +11,12 @@ def init(path: Path, branch: str) -> None:
     git("init", "-q", "-b", branch, cwd=path)
 
 
-def commit(cwd: Path, message: str, *paths: str, env: dict[str, str] | None = None, verify: bool = True) -> None:
-    """Commit the index (only paths, when given) with message. verify off skips the pre-commit hook."""
-    git("commit", "-q", *([] if verify else ["--no-verify"]), "-F", "-", *(["--", *paths] if paths else []),
-        cwd=cwd, input=message, env=env)
+def commit(cwd: Path, message: str, *paths: str, env: dict[str, str] | None = None, verify: bool = True,
+           allow_empty: bool = False) -> None:
+    """Commit the index (only paths, when given) with message. verify off skips the pre-commit hook;
+    allow_empty makes a commit even when the index is HEAD's tree."""
+    git("commit", "-q", *([] if verify else ["--no-verify"]), *(["--allow-empty"] if allow_empty else []), "-F", "-",
+        *(["--", *paths] if paths else []), cwd=cwd, input=message, env=env)
 
 
 def shared_clone(src: Path, dest: Path, cwd: Path) -> None:

@@ -41,6 +41,17 @@ def staged_names(cwd: Path | None, inherit: bool = False) -> list[str]:
     return [p for p in out.splitlines() if p]
 
 
+def status_lines(cwd: Path) -> list[str]:
+    """`status --porcelain` lines ("XY path"), untracked files as git's default shows them."""
+    return [p for p in git("status", "--porcelain", cwd=cwd).splitlines() if p]
+
+
+def discard_changes(cwd: Path) -> None:
+    """Files and index back to HEAD, untracked files and folders deleted (ignored ones are kept)."""
+    git("reset", "-q", "--hard", "HEAD", cwd=cwd)
+    git("clean", "-qfd", cwd=cwd)
+
+
 def unmerged_names(cwd: Path) -> list[str]:
     """Paths left in conflict by a merge or cherry-pick."""
     return [p for p in git("diff", "--name-only", "--diff-filter=U", cwd=cwd).splitlines() if p]

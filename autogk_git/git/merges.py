@@ -34,6 +34,24 @@ def bisect_first_parent(cwd: Path, bad: str, good: str, *command: str) -> subpro
         git_proc("bisect", "reset", "--quiet", cwd=cwd)
 
 
+def merge_no_ff(cwd: Path, rev: str, message: str, env: dict[str, str] | None = None) -> None:
+    """Merge rev into the branch checked out in cwd with a merge commit of message, even when a fast-forward
+    would do. Raises GitError on a conflict (the merge is left in progress: abort_merge)."""
+    git("merge", "-q", "--no-ff", "--no-edit", "-m", message, rev, cwd=cwd, env=env)
+
+
+def abort_merge(cwd: Path) -> None:
+    """Leave a merge in progress, if there is one (nothing to abort is no error)."""
+    git_proc("merge", "--abort", cwd=cwd)
+
+
+def merged_tree(root: Path, a: str, b: str) -> str | None:
+    """The tree a three-way merge of a and b gives, written to the object store without touching any
+    checkout; None when they conflict."""
+    out = git_proc("merge-tree", "--write-tree", a, b, cwd=root)
+    return out.stdout.split()[0] if out.returncode == 0 else None
+
+
 def overlay_tree(root: Path, base: str, other: str, paths: list[str]) -> str:
     """The tree of base with each of paths as other holds it (removed where other has none).
 

@@ -88,6 +88,16 @@ def create_branch(root: Path, name: str, start: str, track: bool = False) -> Non
     git("branch", *(["--quiet", "--track"] if track else []), name, start, cwd=root)
 
 
+def rename_branch(cwd: Path, old: str, new: str) -> None:
+    """Rename branch old to new (its reflog and any checkout of it follow)."""
+    git("branch", "-m", old, new, cwd=cwd)
+
+
+def tree_of(root: Path, commit: str) -> str:
+    """The id of commit's tree."""
+    return git("rev-parse", f"{commit}^{{tree}}", cwd=root).strip()
+
+
 def object_kinds(root: Path, specs: list[str]) -> list[tuple[str, str]]:
     """(object id, type) for each spec, in order, in one process; a spec that names nothing gives
     (spec, 'missing')."""

@@ -1,6 +1,7 @@
 """Worktrees and the git directory they share: list, add, remove, and which one has a branch checked out."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from autogk_git.git.run import git, git_proc
@@ -55,12 +56,31 @@ def hooks_dir(root: Path) -> Path:
     return p if p.is_absolute() else (root / p).resolve()
 
 
-def add_worktree(root: Path, path: Path, rev: str, detach: bool = False) -> None:
-    """A new worktree at path with rev checked out (a branch name, or any commit with detach)."""
-    git("worktree", "add", "--quiet", *(["--detach"] if detach else []), str(path), rev, cwd=root)
+def add_worktree(root: Path, path: Path, rev: str, detach: bool = False, new_branch: str | None = None) -> None:
+    """A new worktree at path with rev checked out (a branch name, or any commit with detach); with
+    new_branch, on a new branch of that name made at rev."""
+    git("worktree", "add", "--quiet", *(["--detach"] if detach else []), *(["-b", new_branch] if new_branch else []),
+        str(path), rev, cwd=root)
 
 
 def remove_worktree(root: Path, path: Path) -> None:
     """Remove a throwaway worktree, changes and all; a failure to remove leaves it for `prune`."""
     git_proc("worktree", "remove", "--force", str(path), cwd=root)
     git("worktree", "prune", cwd=root)
+
+
+def discard_worktree(root: Path, path: Path) -> None:
+    """Remove the worktree at path whatever state a kill left it in: its folder gone, and git's record of it.
+
+    Asked of git even when the folder is gone, and with --force twice: a kill that cut `git worktree add`
+    short leaves the worktree registered and locked ("initializing"), perhaps without its folder;
+    `prune` keeps locked ones, and the next `worktree add` of this path would fail forever. The prune
+    comes after the folder is deleted, so a registration whose removal failed goes with it."""
+    git_proc("worktree", "remove", "--force", "--force", str(path), cwd=root)
+    shutil.rmtree(path, ignore_errors=True)
+    git("worktree", "prune", cwd=root)
+
+
+def switch(cwd: Path, branch: str) -> None:
+    """Check out branch in the worktree cwd (fails rather than overwrite a local change)."""
+    git("checkout", "-q", branch, cwd=cwd)

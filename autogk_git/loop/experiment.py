@@ -8,7 +8,6 @@ finished (or cleanly discarded) by the next run. Order of a conclusion:
 """
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any, Callable
 from autogk_git.record import kernels, notes, refs, summaries, trunk
 from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError, GitError
-from autogk_git.git import repo
-from autogk_git.git.run import git, git_proc, identity_env
+from autogk_git.git import commits, index, merges, repo, worktrees
+from autogk_git.git.run import identity_env
 from autogk_git.loop.background import LOOP_ENV
 from autogk_git.project import Project, Target
 from autogk_git.record.experiments import Experiment, ensure_trunk, load_result, next_number, results, scan, write_plan  # noqa: F401
@@ -40,17 +39,13 @@ def open_worktree(project: Project, target: str, number: int, base: str) -> tupl
     path.parent.mkdir(parents=True, exist_ok=True)
     branch = refs.ExperimentRef(target, number, "wip").branch
     remove_worktree(project, path)
-    git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=project.root)
+    worktrees.add_worktree(project.root, path, base, new_branch=branch)
     return path, branch
 
 
 def remove_worktree(project: Project, path: Path) -> None:
-    # Asked of git even when the folder is gone, and with --force twice: a kill that cut `git worktree
-    # add` short leaves the worktree registered and locked ("initializing"), perhaps without its
-    # folder; `prune` keeps locked ones, and the next `worktree add` of this path would fail forever.
-    git_proc("worktree", "remove", "--force", "--force", str(path), cwd=project.root)
-    shutil.rmtree(path, ignore_errors=True)
-    git("worktree", "prune", cwd=project.root)
+    """The experiment's worktree gone, even one a kill left half made (worktrees.discard_worktree)."""
+    worktrees.discard_worktree(project.root, path)
 
 
 def propose(project: Project, agent, ctx, wip: refs.ExperimentRef, say: Say):
@@ -73,13 +68,12 @@ def commit_change(project: Project, wt: Path, target: Target, number: int, branc
     """Commit the agent's change (editable files only) and name the branch; returns (sha, branch).
 
     invalid (the agent reached outside its files) is kept as a trailer: such a commit is recorded, not measured."""
-    git("add", "-A", "--", target.rel, cwd=wt)
-    staged = [p for p in git("diff", "--cached", "--name-only", cwd=wt).splitlines() if p]
-    outside = [p for p in git("status", "--porcelain", cwd=wt).splitlines() if p and p[3:] not in staged]
+    index.stage_all(wt, target.rel)
+    staged = index.staged_names(wt)
+    outside = [p for p in index.status_lines(wt) if p[3:] not in staged]
     bad = [p for p in staged if not target.is_editable(p)]
     if bad or outside:
-        git("reset", "-q", "--hard", "HEAD", cwd=wt)
-        git("clean", "-qfd", cwd=wt)
+        index.discard_changes(wt)
         paths = ", ".join(bad + [o[3:] for o in outside])
         raise AutogkError(f"the agent changed files it may not edit: {paths}",
                           f"agents may edit only {target.rel}/{{{','.join(target.editable)}}} ([agent] editable)")
@@ -92,14 +86,12 @@ def commit_change(project: Project, wt: Path, target: Target, number: int, branc
     body = rationale.strip().splitlines()
     summary = "\n".join(body[:40]) if body else ""
     env = {LOOP_ENV: "1", **identity_env(project.root)}
-    args = ["commit", "-q", "--no-verify", "--allow-empty", "-m", hypothesis[:200]]
-    if summary:
-        args += ["-m", summary]
-    args += ["-m", trailers]
-    git(*args, cwd=wt, env=env)
+    # Subject, summary and trailers as paragraphs (what `-m` given thrice would make).
+    message = "\n\n".join([hypothesis[:200], *([summary] if summary else []), trailers]) + "\n"
+    commits.commit(wt, message, env=env, verify=False, allow_empty=True)
     sha = repo.rev(wt, "HEAD")
     final = refs.ExperimentRef(target.name, number, refs.slugify(hypothesis)).branch
-    git("branch", "-m", branch, final, cwd=wt)
+    repo.rename_branch(wt, branch, final)
     return sha, final
 
 
@@ -200,12 +192,15 @@ def record(project: Project, result: dict[str, Any], say: Say, track: bool = Tru
         log_to_tracking(project, result, say)
 
 
-def log_to_tracking(project: Project, result: dict[str, Any], say: Say) -> str | None:
+def log_to_tracking(project: Project, result: dict[str, Any], say: Say,
+                    files: dict[str, str] | None = None) -> str | None:
+    """Log the result's run to MLflow; files: artifacts the caller holds (record/artifacts.py), the rest
+    read from git. A failure is said, never raised: the note is the source of truth."""
     if not project.config.tracking.enabled:
         return None
     try:
         from autogk_git.tracking.mlflow_store import log_result
-        run_id = log_result(project, result)
+        run_id = log_result(project, result, files=files)
         return run_id
     except AutogkError as e:  # an unreachable store: said once per experiment, at once, never a traceback
         say(f"warning: {e.message}; run `autogk sync` to log it later")
@@ -239,13 +234,6 @@ def merge_message(result: dict[str, Any]) -> str:
             f"Autogk-Verdict: keep\nAutogk-Rule: {v.get('rule', '')}\n")
 
 
-def _checked_out_in(project: Project, branch: str) -> Path | None:
-    for wt in repo.worktrees(project.root):
-        if wt.get("branch") == refs.branch(branch):
-            return Path(wt["worktree"])
-    return None
-
-
 def merge_into_trunk(project: Project, sha: str, message: str, take: list[str] | None = None) -> str:
     """A --no-ff merge of sha into the trunk; returns the merge commit.
 
@@ -256,36 +244,34 @@ def merge_into_trunk(project: Project, sha: str, message: str, take: list[str] |
     if tip and repo.is_ancestor(project.root, sha, tip):
         return tip  # already merged (a resumed conclusion)
     env = {LOOP_ENV: "1", **identity_env(project.root)}
-    where = _checked_out_in(project, project.trunk)
+    where = worktrees.worktree_of(project.root, refs.branch(project.trunk))
     if take is not None and tip:
         return _merge_exact(project, sha, tip, take, message, env, where)
     if where is not None:
         try:
-            git("merge", "-q", "--no-ff", "--no-edit", "-m", message, sha, cwd=where, env=env)
+            merges.merge_no_ff(where, sha, message, env)
         except GitError as e:
-            git_proc("merge", "--abort", cwd=where)
+            merges.abort_merge(where)
             fix = e.hint or f"commit or stash your changes in {where}, then run `autogk iterate` again"
             raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}:\n"
                               f"{e.message}", fix + " (the experiment is kept and will be merged then)") from None
         return repo.rev(project.root, trunk_ref)
     parents = repo.commit_info(project.root, [sha])[sha]["parents"].split()
     if parents and parents[0] == tip:
-        tree = git("rev-parse", f"{sha}^{{tree}}", cwd=project.root).strip()
+        tree = repo.tree_of(project.root, sha)
     else:
-        out = git_proc("merge-tree", "--write-tree", tip, sha, cwd=project.root)
-        if out.returncode != 0:
+        merged = merges.merged_tree(project.root, tip, sha)
+        if merged is None:
             raise AutogkError(f"the kept experiment {sha[:10]} conflicts with '{project.trunk}'",
                               f"resolve by hand: git checkout {project.trunk} && git merge --no-ff {sha}")
-        tree = out.stdout.split()[0]
-    merge = git("commit-tree", tree, "-p", tip, "-p", sha, "-F", "-", cwd=project.root, input=message,
-                env=env).strip()
-    git("update-ref", "-m", "autogk: merge kept experiment", trunk_ref, merge, tip, cwd=project.root)
+        tree = merged
+    merge = merges.commit_merge(project.root, tree, tip, sha, message, env)
+    repo.update_ref(project.root, trunk_ref, merge, "autogk: merge kept experiment", old=tip)
     return merge
 
 
 def _merge_exact(project: Project, sha: str, tip: str, take: list[str], message: str, env: dict[str, str],
                  where: Path | None) -> str:
-    from autogk_git.git import merges
     if where is not None and not repo.is_clean(where, *take):
         raise AutogkError(f"could not merge the kept experiment into '{project.trunk}' in {where}: "
                           f"{', '.join(take)} have uncommitted changes there",
@@ -339,16 +325,17 @@ def close_branch(project: Project, exp_ref: refs.ExperimentRef, say: Say, stay: 
     remove_worktree(project, wt)
     if not repo.rev(project.root, exp_ref.branch_ref):
         return
-    user_wt = _checked_out_in(project, exp_ref.branch)
+    user_wt = worktrees.worktree_of(project.root, exp_ref.branch_ref)
     if user_wt is not None:
         # A person's own checkout (a hand-made experiment): move it to the trunk if that is safe.
-        if not stay and repo.is_clean(user_wt) and _checked_out_in(project, project.trunk) is None:
-            git("checkout", "-q", project.trunk, cwd=user_wt)
+        trunk_free = worktrees.worktree_of(project.root, refs.branch(project.trunk)) is None
+        if not stay and repo.is_clean(user_wt) and trunk_free:
+            worktrees.switch(user_wt, project.trunk)
             say(f"switched {user_wt} from {exp_ref.branch} to {project.trunk}")
         else:
             say(f"left branch {exp_ref.branch} checked out in {user_wt}; its commit is saved, "
                 f"delete it with: git checkout {project.trunk} && git branch -D {exp_ref.branch}")
             return
-    git("update-ref", "-d", exp_ref.branch_ref, cwd=project.root)
+    repo.delete_ref(project.root, exp_ref.branch_ref)
 
 

@@ -24,7 +24,7 @@ from autogk_git.loop import experiment as ex
 from autogk_git.loop import search
 from autogk_git.loop.replay import refresh_if_stale
 from autogk_git.project import Project, Target
-from autogk_git.record import kernels, refs
+from autogk_git.record import artifacts, kernels, refs
 
 
 @dataclass
@@ -95,6 +95,7 @@ class Opened:
     tunables: dict[str, Any] = field(default_factory=dict)
     repeat_of: int | None = None
     started: float = field(default_factory=time.time)
+    kernel: str | None = None   # kernel.py as committed at sha, read once here and logged as the run's artifact
 
     def in_flight(self) -> dict[str, Any]:
         """What an agent (and the plan counter) may know of it while it is measured."""
@@ -164,7 +165,7 @@ def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=N
     say(f"#{number:04d}: committed {sha[:10]} on {branch}: {proposal.hypothesis}")
     src = kernels.kernel_source(project.root, target, sha)
     return Opened(number, sha, branch, base, proposal.hypothesis, agent.name, proposal.usage,
-                  tunables.values(src))
+                  tunables.values(src), kernel=src or None)  # "" (none, or empty): git says which when logged
 
 
 def finish(project: Project, target: str, run: Opened, result: dict[str, Any], say: ex.Say,
@@ -182,7 +183,9 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
         summaries.write_result(project.root, result)  # the note again, with its profile (verdict lines said once)
     branch = result.get("branch") or run.branch
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
-    ex.log_to_tracking(project, result, say)
+    # The kernel the step committed, unless a replay made a new commit; the diff and plan come from git.
+    held = {artifacts.KERNEL: run.kernel} if run.kernel is not None and sha == run.sha else None
+    ex.log_to_tracking(project, result, say, files=held)
     return {"number": run.number, "commit": sha, "hypothesis": run.hypothesis,
             "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"],
             "outcome": outcome, "rebased_from": (result.get("rebased") or {}).get("from_commit"),

@@ -16,6 +16,7 @@ import math
 from typing import Any, Protocol
 
 from autogk_git.bench.judge import stats
+from autogk_git.bench.judge.status import Status
 from autogk_git.bench.job import workload_label
 from autogk_git.bench.stages import is_harness
 from autogk_git.loop import guard
@@ -46,9 +47,9 @@ def first_failure(bench: dict[str, Any]) -> tuple[str, str, str] | None:
     for stage, res in bench.get("stages", {}).items():
         for uuid, w in (res.get("workloads", {}).get("candidate") or {}).items():
             status = w.get("status", "")
-            if status == "NOT_RUN":  # stopped by a failure found elsewhere: that one is the reason
+            if status == Status.NOT_RUN.value:  # stopped by a failure found elsewhere: that one is the reason
                 not_run = not_run or (stage, uuid, f"{status}: {w.get('message', '')}")
-            elif status != "PASSED":
+            elif status != Status.PASSED.value:
                 why = f"{status}: {w.get('message', '')}"
                 return stage, uuid, (f"harness error: {why}" if is_harness(status) else why)
     return not_run  # never run and nothing else failed: still not a correct kernel
@@ -165,7 +166,7 @@ def paired_series(ab_stage: dict[str, Any]) -> dict[str, list[float]]:
     for u, c in (labels.get("candidate") or {}).items():
         p = (labels.get("parent") or {}).get(u) or {}
         cs, ps = c.get("samples_us") or [], p.get("samples_us") or []
-        if c.get("status") == "PASSED" and cs and len(cs) == len(ps):
+        if c.get("status") == Status.PASSED.value and cs and len(cs) == len(ps):
             out[u] = [math.log(max(x, 1e-9) / max(y, 1e-9)) for x, y in zip(cs, ps)]
     return out
 

@@ -13,11 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from autogk_git.bench.judge.status import Status
 from autogk_git.record import ledger
 from autogk_git.record.tally import Tally
 
-STATUS_CODE = {"PASSED": 0, "INCORRECT_NUMERICAL": 1, "INCORRECT_SHAPE": 1, "RUNTIME_ERROR": 2,
-               "COMPILE_ERROR": 2, "TIMEOUT": 2}
+STATUS_CODE = {s.value: code for s, code in ((Status.PASSED, 0), (Status.INCORRECT_NUMERICAL, 1),
+                                             (Status.INCORRECT_SHAPE, 1), (Status.RUNTIME_ERROR, 2),
+                                             (Status.COMPILE_ERROR, 2), (Status.TIMEOUT, 2))}
 
 
 def per_workload(results: dict[str, dict], items: list[ledger.Row]) -> tuple[list[str], dict[int, dict[str, Any]]]:
@@ -198,7 +200,7 @@ def draw(target: str, items: list[ledger.Row], results: dict[str, dict], png: Pa
             ax2.legend(fontsize=6.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     else:
         xs = [r.number for r in items]
-        passed = [sum(1 for c in table[r.number].values() if c["status"] == "PASSED") for r in items]
+        passed = [sum(1 for c in table[r.number].values() if c["status"] == Status.PASSED.value) for r in items]
         checked = [len(table[r.number]) for r in items]
         ax.bar(xs, checked, color="0.88", edgecolor="0.6", width=0.6)
         ax.bar(xs, passed, color=[COLORS[_decision(r)] for r in items], width=0.6)

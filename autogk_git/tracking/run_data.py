@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autogk_git.bench.judge.status import Status
+
 TAG_COMMIT = "autogk.commit"
 
 
@@ -20,7 +22,7 @@ def metrics_of(result: dict[str, Any]) -> dict[str, float]:
                 continue
             for uuid, w in wls.items():
                 base = _metric_key(f"{stage}.{uuid[:8]}")
-                out[f"{base}.passed"] = 1.0 if w.get("status") == "PASSED" else 0.0
+                out[f"{base}.passed"] = 1.0 if w.get("status") == Status.PASSED.value else 0.0
                 for k in ("max_abs_err", "max_rel_err", "latency_us", "speedup_vs_reference"):
                     if isinstance(w.get(k), (int, float)):
                         out[f"{base}.{k}"] = float(w[k])
@@ -41,7 +43,7 @@ def key_figures(result: dict[str, Any]) -> dict[str, float]:
     for res in (result.get("stages") or {}).values():
         cand.update((res.get("workloads") or {}).get("candidate") or {})
     out = {"workloads_checked": float(len(cand)),
-           "workloads_passed": float(sum(1 for w in cand.values() if w.get("status") == "PASSED"))}
+           "workloads_passed": float(sum(1 for w in cand.values() if w.get("status") == Status.PASSED.value))}
     lat = ledger.geomean(list(ledger.latencies(result).values()))
     if lat is not None:
         out["geomean_latency_us"] = lat

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
-from autogk_git.record import refs
+from autogk_git.record import artifacts
 from autogk_git.tracking.run_data import TAG_COMMIT, bench_window, metrics_of, run_params, run_tags, trace_of
 from autogk_git.tracking.store import experiment_for, experiment_name, open_client, side_experiment
 
@@ -48,11 +48,13 @@ def link_trace(client, run_id: str, result: dict[str, Any]) -> None:
         client.set_trace_tag(tid, k, v)
 
 
-def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
+def log_result(project, result: dict[str, Any], known_new: bool = False, files: dict[str, str] | None = None) -> str:
     """Create or update the run for one result note; returns the run id.
 
     known_new: the caller has just listed the logged commits and this one is not among them, so the
-    per-run search is skipped (what makes `autogk sync` of many notes cheaper).
+    per-run search is skipped (what makes `autogk sync` of many notes cheaper). files: the artifacts the
+    caller already holds ({"kernel.py": text, ...}, record/artifacts.py's names); the others are read
+    from git.
     """
     from mlflow.entities import Metric, Param, RunTag
 
@@ -77,15 +79,8 @@ def log_result(project, result: dict[str, Any], known_new: bool = False) -> str:
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         (d / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-        kernel = repo.show_file(project.root, result["commit"], project.target_rel(result['target']) + "/kernel.py")
-        if kernel is not None:
-            (d / "kernel.py").write_text(kernel)
-        if result.get("parent"):
-            (d / "diff.patch").write_text(repo.diff(project.root, result["parent"], result["commit"],
-                                                    project.target_rel(result['target'])))
-        plan = repo.read_note(project.root, refs.NOTES_PLANS, result["commit"])
-        if plan:
-            (d / "plan.md").write_text(plan)
+        for name, text in artifacts.run_files(project, result, files).items():
+            (d / name).write_text(text)
         client.log_artifacts(run_id, str(d))
     client.set_terminated(run_id, status="FINISHED" if verdict.get("decision") else "FAILED",
                           end_time=window[1] if window else None)

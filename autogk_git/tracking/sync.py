@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from autogk_git.git import repo
-from autogk_git.record import refs
+from autogk_git.record import artifacts, refs
 from autogk_git.tracking.run_data import TAG_COMMIT, bench_window, metrics_of, run_params, run_tags, trace_of
 from autogk_git.tracking.runs import complete_run, link_trace, log_result, tag_picked_run
 from autogk_git.tracking.store import SIDE_KINDS, experiment_for, experiment_name, open_client
@@ -64,36 +64,6 @@ def logged_commits(project, target: str) -> dict[str, bool]:
 SYNC_CHUNK = 500   # runs written per database transaction
 
 
-def _run_files(project, results: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """{commit: {artifact name: text}} for many results in a few git processes (not four per result)."""
-    from autogk_git.git import commits
-    files: dict[str, dict[str, str]] = {r["commit"]: {} for r in results}
-    specs = {f"{r['commit']}:{project.target_rel(r['target'])}/kernel.py": r["commit"] for r in results}
-    blobs = repo.cat_blobs(project.root, list(specs))
-    for spec, commit in specs.items():
-        if spec in blobs:
-            files[commit]["kernel.py"] = blobs[spec].decode(errors="replace")
-    for target in {r["target"] for r in results}:
-        pairs = [r for r in results if r["target"] == target and r.get("parent")]
-        if not pairs:
-            continue
-        # One diff-tree for all pairs. A line "COMMIT PARENT" diffs PARENT -> COMMIT (the ids after the
-        # first stand for its parents); with --always each diff, empty or not, follows a line holding
-        # COMMIT, in input order.
-        out = commits.patches(project.root, [(r["commit"], r["parent"]) for r in pairs], project.target_rel(target))
-        k, current = -1, None
-        for line in out.splitlines(keepends=True):
-            if k + 1 < len(pairs) and line.rstrip("\n") == pairs[k + 1]["commit"]:
-                k += 1
-                current = pairs[k]["commit"]
-                files[current]["diff.patch"] = ""
-            elif current is not None:
-                files[current]["diff.patch"] += line
-    for commit, text in repo.read_notes(project.root, refs.NOTES_PLANS, list(files)).items():
-        files[commit]["plan.md"] = text
-    return files
-
-
 def _sanitize(v: float) -> tuple[bool, float]:
     """(is_nan, value) as MLflow's SQL store keeps a metric: NaN flagged, infinities clamped."""
     import math
@@ -143,7 +113,7 @@ def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
     done = 0
     for start in range(0, len(results), SYNC_CHUNK):
         chunk = results[start:start + SYNC_CHUNK]
-        linked = _insert_runs(project, store, exps, chunk, _run_files(project, chunk))
+        linked = _insert_runs(project, store, exps, chunk, artifacts.many_run_files(project, chunk))
         for run_id, result in linked:  # the few with an agent's trace in this store
             link_trace(client, run_id, result)
         for result in chunk:
