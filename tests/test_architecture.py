@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "autogk_git"
@@ -388,3 +390,14 @@ def test_the_kernel_process_check_sees_a_planted_import(monkeypatch):
         return got | {"autogk_git.bench.judge.checks"} if module.endswith("judge.calls") else got
     monkeypatch.setitem(globals(), "imports", planted)
     assert "checks" in kernel_process_closure()
+
+
+def test_the_loops_process_imports_no_torch():
+    # `autogk iterate`, the git hooks and `autogk bisect` run in processes that never call a kernel: torch
+    # costs each of them ~2.5 CPU-s to import (bench/stages.py once took the workloads' axis values from the
+    # judge's stress room, which imports torch).
+    code = ("import sys, autogk_git.cli, autogk_git.bench.stages, autogk_git.loop.iterate, autogk_git.hook; "
+            "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from autogk_git.bench.job import make_job, quick_subset, settings_for, stride_subset, workload_label
 from autogk_git.bench.judge.status import HARNESS, Status
-from autogk_git.bench.judge.stress import listed_axes
+from autogk_git.bench.judge.axes import listed_axes
 from autogk_git.project import Target
 
 Progress = Callable[[str], None]

@@ -15,6 +15,7 @@ of autogk outside this folder. Its rooms:
     timer.py           the device timers (CUPTI, CUDA graphs, events) and the L2 flush
     rules.py           how outputs are judged: exact, tolerance, top-k set by score
     stress.py          stress input sets (scaled rows, outliers, zero rows) and unlisted shapes
+    axes.py            the workloads' axis values, without torch (the loop's process asks for them)
     stats.py           intervals and the sequential stopping rule
     status.py          every status a kernel can get
     hygiene.py         environments, process trees, temp folders
