@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 import time
 
 import torch
@@ -191,7 +192,6 @@ def paired_figures(f: dict, got: dict, base: str, cand: str, n: int) -> dict:
     w["seen"].append(seen)
     # Each label's window per call beyond its own timer's figure (the flushes, the bracket, idle GPU):
     # what its windows vary by that its timer does not see (clock_failure compares the two spreads).
-    w.setdefault("excess", {"base": [], "cand": []})
     w["excess"]["base"].append(wb["window_us"] / (n * passes) - parent)
     w["excess"]["cand"].append(wc["window_us"] / (n * passes) - claimed)
     # Net of each label's flushes (CUPTI, cupti timer only): each process flushes its own buffer at its
@@ -241,8 +241,8 @@ def clock_failure(f: dict, device: str) -> KernelFailure | None:
     ex = w.get("excess") or {}
     spread_c = spread_b = None
     if len(ex.get("cand", ())) >= 2 and len(ex.get("base", ())) >= 2:
-        spread_c = _sd(ex["cand"])
-        spread_b = max(_sd(ex["base"]), CLOCK_SPREAD_FLOOR[kind])
+        spread_c = statistics.stdev(ex["cand"])
+        spread_b = max(statistics.stdev(ex["base"]), CLOCK_SPREAD_FLOOR[kind])
     if kind == "cpu":
         why = f"{gap:.3f} us more in the median round"
     elif low > limit:
@@ -264,11 +264,6 @@ def clock_failure(f: dict, device: str) -> KernelFailure | None:
                          "figures made where the kernel runs do not count when the judge's clock disagrees "
                          "(an honest kernel meets this only when its calls leave the GPU idle between many "
                          "kernels, which CUPTI does not count: fuse them)")
-
-
-def _sd(xs: list[float]) -> float:
-    m = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
 def early_failure(early_by: dict[str, int], base: str, cand: str, tries: int) -> KernelFailure:
