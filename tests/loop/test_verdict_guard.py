@@ -222,7 +222,9 @@ def test_a_real_cpu_timed_run_whose_parent_fails_on_one_workload_is_not_kept(pro
     n_of = {w["uuid"]: w["axes"]["n"] for w in t.workloads}
     parent = {n_of[u]: w["status"] for u, w in bench["stages"]["ab"]["workloads"]["parent"].items()}
     cand = {n_of[u]: w["status"] for u, w in bench["stages"]["ab"]["workloads"]["candidate"].items()}
-    assert parent[1000] != "PASSED" and cand[1000] == "PASSED" and bench["correct"]
+    messages = {n_of[u]: (w["status"], w.get("message", "")[:300])
+                for u, w in bench["stages"]["ab"]["workloads"]["candidate"].items() if w["status"] != "PASSED"}
+    assert parent[1000] != "PASSED" and cand[1000] == "PASSED" and bench["correct"], messages
     v = PairedRatioRule().decide(bench, cfg(inconclusive="keep", min_effect=0.0, guard=0.9))
     assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
     assert "the parent failed on workload" in v["reason"] and "n=1000" in v["reason"] and parent[1000] in v["reason"]

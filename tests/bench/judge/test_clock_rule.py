@@ -99,3 +99,18 @@ def test_figures_rewritten_to_a_third_stay_tampered():
     f["calls"] = 20
     bad = rounds.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED, f
+
+
+def test_an_honest_candidate_put_off_by_a_loaded_hosts_scheduler_is_not_condemned_on_cpu():
+    # On a loaded 2-core machine (CI, 2026-12-01), an honest interpreter kernel's process was put off
+    # for a few time slices in one of the two rounds' windows: 2.3 ms a call more than the parent's in
+    # the median of two rounds (6 ms in one, 0.1 ms in the other). The median alone condemned it (the
+    # old rule on CPU); the figures say nothing steady.
+    w = {"parent": [6400.0, 6420.0], "claimed": [6407.0, 6390.0], "seen": [6400.0 + 6000.0, 6420.0 + 80.0],
+         "excess": {"base": [900.0, 910.0], "cand": [900.0 + 6000.0, 990.0]}}
+    assert rounds.clock_failure({"witness": w, "calls": 1}, "cpu") is None
+    # A steady under-report on CPU is still caught: a quarter of its time claimed, in three rounds.
+    w = {"parent": [10000.0, 10100.0, 9900.0], "claimed": [2500.0, 2520.0, 2480.0],
+         "seen": [10000.0, 10300.0, 9800.0], "excess": {"base": [900.0] * 3, "cand": [8400.0, 8700.0, 8200.0]}}
+    bad = rounds.clock_failure({"witness": w, "calls": 6}, "cpu")
+    assert bad is not None and bad.status == Status.TAMPERED, w
