@@ -288,10 +288,10 @@ def test_a_kernel_that_slows_the_clock_once_timed_is_not_faster_but_tampered():
     assert p["status"] == "PASSED"
 
 
-def against_sleeps_honest(candidate: str) -> tuple[dict, dict]:
+def against_sleeps_honest(candidate: str, reps: int = 6) -> tuple[dict, dict]:
     """An ab job on one small workload: the planted kernel against the honest one that does its work
-    (6 timed calls a round, 2 warm-up calls); (the result, the candidate's record)."""
-    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
+    (`reps` timed calls a round, 2 warm-up calls); (the result, the candidate's record)."""
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=reps, warmup=2)
     j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": _cheat(candidate)}
     out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
     return out, out["labels"]["candidate"][WLS[4]["uuid"]]
@@ -440,8 +440,9 @@ def test_figures_rewritten_in_the_kernel_process_disagree_with_the_judges_clock(
     # The candidate does the parent's work and divides the timer's figures by 10, in place, through the
     # frames above its host-latency calls: nothing the seal can see (a profile hook doing the same,
     # rewrites_its_reply.py, is refused by the seal: tests/test_seal_hooks.py). The judge's own clock
-    # times both windows and sees the candidate as slow as the parent: the figures are refused.
-    out, c = against_sleeps_honest("rewrites_figures_through_frames")
+    # times both windows and sees the candidate as slow as the parent: the figures are refused. 20 calls
+    # a window: a loaded host's scheduler puts a process off by milliseconds, spread over more calls.
+    out, c = against_sleeps_honest("rewrites_figures_through_frames", reps=20)
     assert c["status"] == "TAMPERED" and "judge's own clock" in c["message"], c
     assert c.get("ratio_vs_parent") is None
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"

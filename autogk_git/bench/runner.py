@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git.bench.judge import hygiene, launch
+from autogk_git.bench.judge import forks, hygiene, launch
 from autogk_git.bench.judge.status import Status
 from autogk_git.errors import BenchError
 
@@ -168,7 +168,8 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             key = secrets.token_hex(32)
             cmd = launch.command("process", [str(out), "--only", ",".join(pending),
                                              "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}",
-                                             "--job-limit", f"{timeout_s:.1f}"], package=SHIPPED, root=d)
+                                             "--job-limit", f"{timeout_s:.1f}", "--kernel-start", forks.how(job)],
+                                 package=SHIPPED, root=d)
             errf = d / f"attempt{attempts}.stderr"
             with open(errf, "wb") as err:
                 # stdout/stderr to a file, never a pipe: a kernel's daemon holding the pipe open would

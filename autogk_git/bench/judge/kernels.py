@@ -21,6 +21,11 @@ from .calls import DPS_HINT, KernelFailure, load_module
 from .status import Status
 
 _CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
+_STARTER: list = []  # the judge's kernel starter (forks.Starter), when its job forks its kernel processes
+
+
+def set_starter(starter) -> None:
+    _STARTER[:] = [starter]
 
 
 def _death(rc: int | None) -> str:
@@ -95,9 +100,17 @@ class RemoteKernel:
         a, b = socket.socketpair()
         cmd = launch.command("kernel_process", [str(b.fileno()), str(self.dir), self.alias, self.device,
                                                 str(self.mem_limit), "1" if self.warm_profiler else "0", self.timer])
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, cwd=str(self.dir), env=self.env, stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=log, pass_fds=[b.fileno()], start_new_session=True)
+        self.proc = None
+        if _STARTER:  # a fork of the judge's copy made before it read the job (forks.py)
+            try:
+                self.proc = _STARTER[0].spawn(f"{__package__}.kernel_process", cmd[5:], str(self.dir), self.env,
+                                              str(self.log), b.fileno())
+            except OSError:
+                _STARTER.clear()
+        if self.proc is None:
+            with open(self.log, "ab") as log:
+                self.proc = subprocess.Popen(cmd, cwd=str(self.dir), env=self.env, stdin=subprocess.DEVNULL,
+                                             stdout=log, stderr=log, pass_fds=[b.fileno()], start_new_session=True)
         b.close()
         self.conn = Connection(a.detach())
         self.starts += 1

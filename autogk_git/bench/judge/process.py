@@ -34,11 +34,11 @@ from pathlib import Path
 
 import torch
 
-from . import hygiene, stats
+from . import forks, hygiene, stats
 from .calls import short_tb, warm_profiler
 from .checks import SharedRefs, check_all, set_target
 from .inputs import Inputs, floor_record, load_reference
-from .kernels import LIMITS, end_children, import_files, ready_kernels, start_kernels
+from .kernels import LIMITS, end_children, import_files, ready_kernels, set_starter, start_kernels
 from .profiling import profiled
 from .rounds import PHASES, TimedKernel, phase, timed_rounds
 from .status import Status
@@ -244,6 +244,11 @@ def main(argv: list[str]) -> int:
         LIMITS["workload_s"] = float(opts["--workload-limit"])
     if "--job-limit" in opts:
         LIMITS["job_s"] = float(opts["--job-limit"])
+    if opts.get("--kernel-start") == "fork":  # before the key and the job are read: forks.py
+        try:
+            set_starter(forks.Starter())
+        except OSError:
+            pass  # each kernel process starts afresh
     # The key comes on stdin (not argv or the environment, which other processes can read).
     # The job follows it on stdin too: no file a kernel could read holds it (both labels' sources, the seed).
     key = sys.stdin.readline().strip().encode() if not sys.stdin.isatty() else b""

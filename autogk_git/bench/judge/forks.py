@@ -1,0 +1,283 @@
+"""Kernel processes forked from a copy of the judge made before it read its job, not started afresh.
+
+A fresh interpreter that imports torch costs seconds of CPU (5-8 s on a loaded 2-core machine, 1-2 s on
+the H200's host), and a job started three: the judge and one process per kernel label. So the judge, as
+soon as it has imported torch and before it reads its key and its job from stdin, forks a starter: a
+copy of itself that holds nothing secret (no key, no job, no seed; its stdin is closed before the
+judge reads a line), with triton imported too where it is installed. Each kernel process is then a
+fork of the starter, made on the judge's request over a socket pair, and begins where a fresh one
+would after its imports: kernel_process.entry, in the kernel's own folder and environment.
+
+What a fresh process had, a forked one keeps:
+- its parent dies with the judge: the starter gets SIGKILL when the judge ends (PR_SET_PDEATHSIG),
+  and each kernel process when the starter does (kernel_process sets it, as before);
+- orphans of a kernel's process come back to the judge, which stays the subreaper (the starter is none);
+- its own session (`setsid`), so its group is killed with it; its own log as stdout and stderr,
+  /dev/null as stdin, and no file descriptor but its end of the judge's socket pair;
+- the judge's helpers imported afresh: the judge's own modules are dropped from the copy before the
+  kernel process imports `kernel_process` (the seal seals what that process imported itself).
+What differs: /proc/PID/cmdline and /proc/PID/environ show the judge's start (its argv names the job's
+folder and its keys, as the judge's own /proc entry already does), and the kernel's environment lives
+in `os.environ`. Used on CPU; on a GPU the judge starts its kernel processes afresh until the forked
+start is measured there (job setting `kernel_start`: "fork" or "exec").
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+_MAX_MSG = 1 << 20
+_HIGH_FD = 1000  # the received descriptors are moved above this before the child's own are placed
+
+
+def how(job: dict) -> str:
+    """How a job's kernel processes start, for the judge's `--kernel-start`: its `kernel_start` setting,
+    else "fork" on CPU and "exec" on a GPU. Profiled jobs (AUTOGK_PROFILE_DIR) exec: a fork would
+    carry the judge's profiler."""
+    settings = job.get("settings", {})
+    device = str(settings.get("device", "cpu"))
+    chosen = settings.get("kernel_start") or ("exec" if device.startswith("cuda") else "fork")
+    return "exec" if os.environ.get("AUTOGK_PROFILE_DIR") else str(chosen)
+
+
+class ForkedProcess:
+    """A kernel process the starter forked, with the part of subprocess.Popen the judge uses."""
+
+    def __init__(self, starter: "Starter", pid: int, args: list) -> None:
+        self.starter, self.pid, self.args = starter, pid, args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.starter.exit_code(self.pid, 0.0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = 0.05 if end is None else min(0.05, end - time.monotonic())
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.starter.exit_code(self.pid, left)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class Starter:
+    """The judge's side: the forked starter and the exits it reports."""
+
+    def __init__(self) -> None:
+        self.judge = os.getpid()
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # the starter
+            try:
+                a.close()
+                _serve(b, self.judge)
+            finally:
+                os._exit(70)
+        b.close()
+        self.pid, self.sock = pid, a
+        self.exits: dict[int, int] = {}
+        self.gone = False
+        self.lock = threading.Lock()
+
+    def spawn(self, module: str, args: list[str], cwd: str, env: dict, log: str, keep_fd: int) -> ForkedProcess:
+        """Fork a process running `module`.entry(args) (module: a full name, importable from the judge's
+        sys.path) in `cwd` with `env`; its stdout and stderr appended to `log`; `keep_fd` (a descriptor
+        of this process) at the same number there."""
+        req = json.dumps({"module": module, "args": args, "cwd": cwd, "env": env, "log": log,
+                          "fd": keep_fd}).encode()
+        with self.lock:
+            if self.gone:
+                raise OSError("the kernel starter is gone")
+            socket.send_fds(self.sock, [req], [keep_fd])
+            while True:
+                msg = self._read(None)
+                if msg is None:
+                    raise OSError("the kernel starter died")
+                if msg.get("started"):
+                    return ForkedProcess(self, int(msg["started"]), [module, *args])
+                if msg.get("error"):
+                    raise OSError(f"the kernel starter could not fork: {msg['error']}")
+
+    def exit_code(self, pid: int, wait_s: float) -> int | None:
+        with self.lock:
+            if pid not in self.exits and not self.gone:
+                self._read(wait_s, until_exit=pid)
+            if pid in self.exits:
+                return self.exits[pid]
+            if self.gone and not os.path.exists(f"/proc/{pid}"):
+                return -signal.SIGKILL  # the starter died with it; its status went with the starter
+            return None
+
+    def _read(self, wait_s: float | None, until_exit: int | None = None) -> dict | None:
+        """Read the starter's messages, keeping exits; return the first other one (None: none came)."""
+        end = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if not ready:
+                return None
+            try:
+                data = self.sock.recv(_MAX_MSG)
+            except OSError:
+                data = b""
+            if not data:
+                self.gone = True
+                return None
+            msg = json.loads(data)
+            if "exit" in msg:
+                self.exits[int(msg["exit"])] = int(msg["code"])
+                if until_exit is not None and int(msg["exit"]) == until_exit:
+                    return None
+                end = time.monotonic() if end is not None else end  # drain what is there, then return
+                continue
+            return msg
+
+
+def _serve(sock: socket.socket, judge: int) -> None:
+    """The starter's loop: fork a kernel process per request, report each one's exit."""
+    from . import hygiene
+    hygiene.die_with_parent(signal.SIGKILL)
+    if os.getppid() != judge:
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # the judge's stdin holds its key and job, unread: this copy drops it now
+    os.close(null)
+    sys.stdin = open(os.devnull)
+    _close_all_but({1, 2, sock.fileno()})
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(s, signal.SIG_DFL)
+    try:
+        import triton  # noqa: F401 - imported once here, beside the judge's own work, not in each kernel process
+    except Exception:  # noqa: BLE001 - no triton: each kernel imports what it needs
+        pass
+    while True:
+        while True:  # report the exits first
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            _send(sock, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+        ready, _, _ = select.select([sock], [], [], 0.05)
+        if not ready:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, _MAX_MSG, 4)
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            os._exit(0)  # the judge ended
+        req = json.loads(data)
+        try:
+            pid = os.fork()
+        except OSError as e:
+            _send(sock, {"error": str(e)})
+            for fd in fds:
+                os.close(fd)
+            continue
+        if pid == 0:
+            code = 70
+            try:
+                code = _child(sock, req, fds)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except BaseException:  # noqa: BLE001 - as an uncaught exception ends a fresh interpreter
+                traceback.print_exc()
+                code = 1
+            finally:
+                _exit(code)
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"started": pid})
+
+
+def _child(sock: socket.socket, req: dict, fds: list[int]) -> int:
+    """In the forked kernel process: become what a fresh `python -c` of launch.command would be."""
+    import fcntl
+    sock.close()
+    keep = fcntl.fcntl(fds[0], fcntl.F_DUPFD, _HIGH_FD)
+    for fd in fds:
+        os.close(fd)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    log = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.dup2(keep, int(req["fd"]))
+    os.set_inheritable(int(req["fd"]), True)
+    _close_all_but({0, 1, 2, int(req["fd"])})
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    sys.pycache_prefix = req["env"].get("PYTHONPYCACHEPREFIX") or None
+    module = req["module"]
+    package = module.rsplit(".", 1)[0]
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[name]  # the judge's modules: the kernel process imports its own, afresh
+    importlib.invalidate_caches()
+    sys.argv = ["-c", *req["args"]]
+    return importlib.import_module(module).entry(list(req["args"]))
+
+
+def _exit(code: int) -> None:
+    """End a forked process as an interpreter ends: exit handlers run, streams flushed, then _exit."""
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        pass
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code if isinstance(code, int) else 1)
+
+
+def _send(sock: socket.socket, msg: dict) -> None:
+    try:
+        sock.send(json.dumps(msg).encode())
+    except OSError:
+        os._exit(0)  # the judge is gone
+
+
+def _close_all_but(keep: set[int]) -> None:
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 256))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass

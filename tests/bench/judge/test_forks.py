@@ -1,0 +1,65 @@
+"""Kernel processes forked from the judge's copy made before it read its job (bench/judge/forks.py):
+what a kernel's process can see there, against a freshly started one."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from autogk_git.bench import runner
+from autogk_git.bench.judge import forks
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+DEF = json.loads((DATA / "scale" / "definition.json").read_text())
+WL = json.loads((DATA / "scale" / "workloads.jsonl").read_text().splitlines()[0])["workload"]
+
+# At import the kernel reports what its process holds, as its import error: its open descriptors and
+# stdin, the judge's modules it can import by name, and whether the job's key or seed reached it.
+LOOKS = r'''
+import os, sys, json
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+seen = {
+    "stdin": os.readlink("/proc/self/fd/0"),
+    "fds": len(fds),
+    "judge_modules": sorted(m.split(".")[-1] for m in sys.modules if m.startswith("autogk_judge.")),
+    "stdin_data": sys.stdin.read(),
+    "forked": "autogk_judge.process" in open("/proc/self/cmdline").read(),
+    "env_tag": "AUTOGK_JOB_TAG" in os.environ,
+}
+raise RuntimeError("SEEN " + json.dumps(seen))
+'''
+
+
+def looks(how: str) -> dict:
+    job = {"version": 1, "stage": "quick", "definition": DEF, "workloads": [WL], "generator": None,
+           "blob_root": ".", "seed": 7, "settings": {"device": "cpu", "trials": 1, "stress": False,
+                                                       "kernel_start": how},
+           "sources": {"candidate": {"kernel.py": LOOKS}}}
+    out = runner.run_worker(job, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 240)
+    rec = out["labels"]["candidate"][WL["uuid"]]
+    assert rec["status"] == "COMPILE_ERROR" and "SEEN " in rec["message"], rec
+    return json.loads(rec["message"].split("SEEN ", 1)[1].split("}", 1)[0] + "}")
+
+
+@pytest.mark.parametrize("how", ["fork", "exec"])
+def test_a_kernels_process_holds_neither_the_job_nor_the_judges_code_however_it_started(how):
+    seen = looks(how)
+    assert seen["forked"] == (how == "fork"), seen
+    assert seen["stdin"] == "/dev/null" and seen["stdin_data"] == "", seen
+    # stdin, stdout, stderr, the judge's socket, and the listing's own descriptor.
+    assert seen["fds"] <= 5, seen
+    # Only what kernel_process imports: the judge's inputs, checks, rounds and the job's process are not there.
+    assert not {"process", "rounds", "checks", "inputs", "kernels", "forks", "witness"} & set(seen["judge_modules"]), seen
+    assert {"calls", "seal", "sandbox", "kernel_process"} <= set(seen["judge_modules"]), seen
+    assert seen["env_tag"], seen
+
+
+def test_cpu_jobs_fork_and_gpu_jobs_start_afresh_unless_told(monkeypatch):
+    monkeypatch.delenv("AUTOGK_PROFILE_DIR", raising=False)
+    assert forks.how({"settings": {"device": "cpu"}}) == "fork"
+    assert forks.how({"settings": {"device": "cuda"}}) == "exec"
+    assert forks.how({"settings": {"device": "cuda", "kernel_start": "fork"}}) == "fork"
+    monkeypatch.setenv("AUTOGK_PROFILE_DIR", "/tmp/x")  # a forked process would carry the judge's profiler
+    assert forks.how({"settings": {"device": "cpu"}}) == "exec"
