@@ -439,7 +439,7 @@ def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
 def test_figures_rewritten_in_the_kernel_process_disagree_with_the_judges_clock():
     # The candidate does the parent's work and divides the timer's figures by 10, in place, through the
     # frames above its host-latency calls: nothing the seal can see (a profile hook doing the same,
-    # rewrites_its_reply.py, is refused by the seal: tests/test_seal_hooks.py). The judge's own clock
+    # rewrites_its_reply.py, is refused by the seal: tests/bench/judge/test_seal.py). The judge's own clock
     # times both windows and sees the candidate as slow as the parent: the figures are refused. 20 calls
     # a window: a loaded host's scheduler puts a process off by milliseconds, spread over more calls.
     out, c = against_sleeps_honest("rewrites_figures_through_frames", reps=20)

@@ -13,7 +13,7 @@ import pytest
 
 from autogk_git.bench import runner
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 DEF = json.loads((DATA / "scale" / "definition.json").read_text())
 WLS = [json.loads(l)["workload"] for l in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()]
 ENV = {"CUDA_VISIBLE_DEVICES": ""}

@@ -9,7 +9,7 @@ import pytest
 
 from autogk_git.bench import runner
 
-DATA = Path(__file__).parent / "data" / "scale"
+DATA = Path(__file__).resolve().parents[2] / "data" / "scale"
 DEFINITION = json.loads((DATA / "definition.json").read_text())
 WORKLOADS = [json.loads(line)["workload"] for line in (DATA / "workloads.jsonl").read_text().splitlines()][:3]
 GOOD = (DATA / "kernel.py").read_text()
