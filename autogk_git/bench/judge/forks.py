@@ -1,7 +1,7 @@
 """Kernel processes forked from a copy of the judge made before it read its job, not started afresh.
 
-A fresh interpreter that imports torch costs seconds of CPU (5-8 s on a loaded 2-core machine, 1-2 s on
-the H200's host), and a job started three: the judge and one process per kernel label. So the judge, as
+A fresh interpreter that imports torch costs seconds of CPU (5-10 s on this project's 2-core machine on
+2026-12-02, `/usr/bin/time python -c "import torch"`), and a job started three: the judge and one process per kernel label. So the judge, as
 soon as it has imported torch and before it reads its key and its job from stdin, forks a starter: a
 copy of itself that holds nothing secret (no key, no job, no seed; its stdin is closed before the
 judge reads a line), with triton imported too where it is installed. Each kernel process is then a
@@ -41,16 +41,16 @@ _HIGH_FD = 1000  # the received descriptors are moved above this before the chil
 
 def how(job: dict) -> str:
     """How a job's kernel processes start, for the judge's `--kernel-start`: its `kernel_start` setting,
-    else "fork" on CPU and "exec" on a GPU. Profiled jobs (AUTOGK_PROFILE_DIR) exec: a fork would
-    carry the judge's profiler."""
+    else "fork" on CPU and "exec" on a GPU. (A judge under cProfile starts them afresh whatever this
+    says: a fork would carry its profiler. process.main decides that, in the process profiled.)"""
     settings = job.get("settings", {})
     device = str(settings.get("device", "cpu"))
-    chosen = settings.get("kernel_start") or ("exec" if device.startswith("cuda") else "fork")
-    return "exec" if os.environ.get("AUTOGK_PROFILE_DIR") else str(chosen)
+    return str(settings.get("kernel_start") or ("exec" if device.startswith("cuda") else "fork"))
 
 
 class ForkedProcess:
-    """A kernel process the starter forked, with the part of subprocess.Popen the judge uses."""
+    """A kernel process the starter forked, with the part of subprocess.Popen the judge uses (pid, poll,
+    wait; it is ended by pid, hygiene.kill_tree)."""
 
     def __init__(self, starter: "Starter", pid: int, args: list) -> None:
         self.starter, self.pid, self.args = starter, pid, args
@@ -70,19 +70,6 @@ class ForkedProcess:
             self.starter.exit_code(self.pid, left)
         return self.returncode
 
-    def send_signal(self, sig: int) -> None:
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
 
 class Starter:
     """The judge's side: the forked starter and the exits it reports."""
@@ -98,7 +85,7 @@ class Starter:
             finally:
                 os._exit(70)
         b.close()
-        self.pid, self.sock = pid, a
+        self.sock = a
         self.exits: dict[int, int] = {}
         self.gone = False
         self.lock = threading.Lock()
@@ -152,7 +139,8 @@ class Starter:
                 self.exits[int(msg["exit"])] = int(msg["code"])
                 if until_exit is not None and int(msg["exit"]) == until_exit:
                     return None
-                end = time.monotonic() if end is not None else end  # drain what is there, then return
+                if end is not None:  # a timed read: take what else is there, then return
+                    end = time.monotonic()
                 continue
             return msg
 

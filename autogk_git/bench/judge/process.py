@@ -244,7 +244,8 @@ def main(argv: list[str]) -> int:
         LIMITS["workload_s"] = float(opts["--workload-limit"])
     if "--job-limit" in opts:
         LIMITS["job_s"] = float(opts["--job-limit"])
-    if opts.get("--kernel-start") == "fork":  # before the key and the job are read: forks.py
+    profiling = bool(os.environ.get("AUTOGK_PROFILE_DIR"))
+    if opts.get("--kernel-start") == "fork" and not profiling:  # before the key and job are read: forks.py
         try:
             set_starter(forks.Starter())
         except OSError:
@@ -312,7 +313,6 @@ def main(argv: list[str]) -> int:
             run_timed(job, kernels, inputs, reference, device, only, emit)
         else:
             check_all(kernels, job, inputs, reference, device, only, emit, emit_done=True)
-        profiling = bool(os.environ.get("AUTOGK_PROFILE_DIR"))
         for k in remote.values():
             # Killed, not asked to exit: a graceful exit (the CUDA context's teardown) cost ~0.75 s a
             # process on the H200. Asked only when profiling, so the process writes its profile.

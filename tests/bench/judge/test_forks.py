@@ -32,12 +32,12 @@ raise RuntimeError("SEEN " + json.dumps(seen))
 '''
 
 
-def looks(how: str) -> dict:
+def looks(how: str, **env) -> dict:
     job = {"version": 1, "stage": "quick", "definition": DEF, "workloads": [WL], "generator": None,
            "blob_root": ".", "seed": 7, "settings": {"device": "cpu", "trials": 1, "stress": False,
                                                        "kernel_start": how},
            "sources": {"candidate": {"kernel.py": LOOKS}}}
-    out = runner.run_worker(job, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 240)
+    out = runner.run_worker(job, dict(os.environ, CUDA_VISIBLE_DEVICES="", **env), 240)
     rec = out["labels"]["candidate"][WL["uuid"]]
     assert rec["status"] == "COMPILE_ERROR" and "SEEN " in rec["message"], rec
     return json.loads(rec["message"].split("SEEN ", 1)[1].split("}", 1)[0] + "}")
@@ -56,10 +56,14 @@ def test_a_kernels_process_holds_neither_the_job_nor_the_judges_code_however_it_
     assert seen["env_tag"], seen
 
 
-def test_cpu_jobs_fork_and_gpu_jobs_start_afresh_unless_told(monkeypatch):
-    monkeypatch.delenv("AUTOGK_PROFILE_DIR", raising=False)
+def test_cpu_jobs_fork_and_gpu_jobs_start_afresh_unless_told():
     assert forks.how({"settings": {"device": "cpu"}}) == "fork"
     assert forks.how({"settings": {"device": "cuda"}}) == "exec"
     assert forks.how({"settings": {"device": "cuda", "kernel_start": "fork"}}) == "fork"
-    monkeypatch.setenv("AUTOGK_PROFILE_DIR", "/tmp/x")  # a forked process would carry the judge's profiler
-    assert forks.how({"settings": {"device": "cpu"}}) == "exec"
+
+
+def test_a_profiled_judge_starts_its_kernel_processes_afresh(tmp_path):
+    # A fork would carry the judge's cProfile into the kernel's process: the judge itself says no.
+    seen = looks("fork", AUTOGK_PROFILE_DIR=str(tmp_path))
+    assert seen["forked"] is False, seen
+    assert list(tmp_path.glob("judge-*.prof")), list(tmp_path.iterdir())
