@@ -103,6 +103,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "profile": Key(str, "ncu", "after the first verdict and every keep, profile the trunk's kernel with Nsight "
                        "Compute (local backend, ncu on PATH; outside the timed runs) for the agents' view; off: never",
                        ("ncu", "off")),
+        "kernel_start": Key(str, "auto", "how the judge starts each kernel's process: fork (from a copy of the judge "
+                            "made before it read its job: no second torch import), exec (a fresh interpreter), or auto "
+                            "(fork on CPU, exec on a GPU)", ("auto", "fork", "exec")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },

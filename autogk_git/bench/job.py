@@ -69,7 +69,8 @@ def timed_settings(config) -> dict[str, Any]:
     """What every timed backend adds to a job, from the config, so their results compare."""
     b = config.bench
     return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
-            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer, "guard": b.guard}
+            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer, "guard": b.guard,
+            **({"kernel_start": b.kernel_start} if b.kernel_start != "auto" else {})}
 
 
 def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],

@@ -14,6 +14,8 @@ class InterpretBackend:
 
     def __init__(self, config) -> None:
         self.max_numel = config.bench.cpu_max_numel
+        start = config.bench.kernel_start
+        self.settings = {"device": "cpu", **({"kernel_start": start} if start != "auto" else {})}
 
     def eligible(self, definition: dict[str, Any], workloads: list[dict[str, Any]]
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -28,6 +30,6 @@ class InterpretBackend:
 
     def run(self, job: dict[str, Any], timeout_s: float,
             on_progress: runner.OnProgress | None = None) -> dict[str, Any]:
-        job = dict(job, settings=dict(job["settings"], device="cpu"))
+        job = dict(job, settings={**job["settings"], **self.settings})
         env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
         return runner.run_worker(job, env, timeout_s, on_progress=on_progress)

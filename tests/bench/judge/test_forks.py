@@ -67,3 +67,37 @@ def test_a_profiled_judge_starts_its_kernel_processes_afresh(tmp_path):
     seen = looks("fork", AUTOGK_PROFILE_DIR=str(tmp_path))
     assert seen["forked"] is False, seen
     assert list(tmp_path.glob("judge-*.prof")), list(tmp_path.iterdir())
+
+
+def test_the_kernel_start_setting_reaches_every_backends_job():
+    from types import SimpleNamespace
+    from autogk_git.bench.backends.interpret import InterpretBackend
+    from autogk_git.bench.job import timed_settings
+    from autogk_git.config import SCHEMA
+    bench = {k: key.default for k, key in SCHEMA["bench"].items()}
+    assert bench["kernel_start"] == "auto" and "kernel_start" not in timed_settings(SimpleNamespace(bench=SimpleNamespace(**bench)))
+    for start in ("fork", "exec"):
+        cfg = SimpleNamespace(bench=SimpleNamespace(**dict(bench, kernel_start=start)))
+        assert timed_settings(cfg)["kernel_start"] == start
+        assert InterpretBackend(cfg).settings == {"device": "cpu", "kernel_start": start}
+
+
+HONEST = "import torch\n\ndef run(x, bias, scale, out):\n    torch.add(x * scale, bias, out=out)\n"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_forked_kernel_processes_are_judged_as_fresh_ones():
+    job = {"version": 1, "stage": "quick", "definition": DEF, "workloads": [WL], "generator": None,
+           "blob_root": ".", "seed": 7, "settings": {"device": "cuda", "trials": 1, "stress": False,
+                                                       "kernel_start": "fork"},
+           "sources": {"candidate": {"kernel.py": LOOKS}}}
+    rec = runner.run_worker(job, dict(os.environ), 240)["labels"]["candidate"][WL["uuid"]]
+    seen_fork = json.loads(rec["message"].split("SEEN ", 1)[1].split("}", 1)[0] + "}")
+    assert seen_fork["forked"] and seen_fork["stdin"] == "/dev/null" and seen_fork["fds"] <= 5, seen_fork
+    timed = {"device": "cuda", "timed": True, "trials": 2, "reps": 10, "warmup": 2, "min_rounds": 3,
+             "max_rounds": 6, "min_effect": 0.01, "confidence": 0.95, "kernel_start": "fork"}
+    job = dict(job, stage="ab", settings=timed, sources={"parent": {"kernel.py": HONEST}, "candidate": {"kernel.py": HONEST}})
+    out = runner.run_worker(job, dict(os.environ), 300)
+    for label in ("parent", "candidate"):
+        r = out["labels"][label][WL["uuid"]]
+        assert r["status"] == "PASSED" and r.get("latency_us"), (label, r)
