@@ -61,14 +61,15 @@ def settings_for(config) -> dict[str, Any]:
     """The timing and checking settings every job carries, from the config."""
     b = config.bench
     return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer,
-            "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "min_effect": b.min_effect,
-            "confidence": b.confidence, "guard": b.guard}
+            "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "wide_rounds": b.wide_rounds,
+            "min_effect": b.min_effect, "confidence": b.confidence, "guard": b.guard}
 
 
 def timed_settings(config) -> dict[str, Any]:
     """What every timed backend adds to a job, from the config, so their results compare."""
     b = config.bench
     return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
+            "wide_rounds": b.wide_rounds,
             "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer, "guard": b.guard,
             **({"kernel_start": b.kernel_start} if b.kernel_start != "auto" else {})}
 

@@ -286,8 +286,10 @@ class PairedRatioRule:
         looks = len(stats.look_schedule(b.min_rounds, b.max_rounds))
         level = 1.0 - (1.0 - b.confidence) / looks
         series = paired_series(ab_stage)
-        per_wl, violations = guard_check(series, b.confidence, looks, margin) if series else ([], [])
-        bound_level = guard.bound_level(b.confidence, looks)
+        # The workloads' bounds are looked at on a longer schedule than the geomean (stats.Rounds).
+        bound_looks = len(stats.bound_schedule(b.min_rounds, b.max_rounds, b.wide_rounds))
+        per_wl, violations = guard_check(series, b.confidence, bound_looks, margin) if series else ([], [])
+        bound_level = guard.bound_level(b.confidence, bound_looks)
         blocked = guard.blockers(series, guard.spreads(ab_stage), bound_level, margin) if series else []
         uppers = guard.upper_bounds(series, bound_level)
         for row in per_wl:
@@ -354,7 +356,7 @@ class PairedRatioRule:
                       f"[bench] inconclusive = {b.inconclusive}")
         if decision == KEEP and blocked:  # a keep needs evidence on every workload, not the geomean's alone
             decision = REVERT
-            outcome, reason = _blocked_reason(blocked, axes, margin, b.min_rounds,
+            outcome, reason = _blocked_reason(blocked, axes, margin, b.wide_rounds,
                                               f"{objective} ratio {ratio:.4f} [{lo:.4f}, {_fmt(hi)}]")
         out = {**base, "decision": decision, "outcome": outcome, "reason": reason, "figures": figures,
                "ratio": ratio, "ci_low": lo, "ci_high": hi if math.isfinite(hi) else 1e9, "rounds": rounds,
@@ -374,7 +376,7 @@ def _parent_failure_reason(bad: list[dict[str, Any]], axes: dict[str, dict] | No
 
 
 def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None, margin: float,
-                    min_rounds: int, objective_line: str) -> tuple[str, str]:
+                    wide_rounds: int, objective_line: str) -> tuple[str, str]:
     """(outcome, reason) when the objective would keep but some workload is not shown to be no slower."""
     w = blocked[0]
     name = workload_name(w["uuid"], axes)
@@ -390,7 +392,8 @@ def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None,
     return "workload_inconclusive", (
         f"inconclusive on workload {name}: interval up to {up} after {w['rounds']} rounds, above 1 + guard = "
         f"{1 + margin:.2f}{others}: not shown to be no slower than its parent, so not kept{alone}; more rounds "
-        f"can show it (raise [bench] min_rounds, now {min_rounds})")
+        f"can show it (raise [bench] wide_rounds, now {wide_rounds}: the rounds a workload too wide to call "
+        "gets once the geomean says keep)")
 
 
 def _fmt(x: float) -> str:

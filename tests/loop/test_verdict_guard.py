@@ -40,30 +40,36 @@ def _median(xs: list[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-def simulate(call_ratio, seed: int, config) -> dict:
+def simulate(call_ratio, seed: int, config, round_sd: list[float] | None = None) -> dict:
     """One experiment's ab stage. call_ratio(w, rng): candidate/parent time of one timed call on workload w.
 
     Per round and workload both labels time CALLS[w] calls; each call's time carries the round's drift
     (shared by both labels: same GPU, back to back), the label's round jitter and the call's own jitter;
-    the round's figure is the median of its calls. The judge's Sequential stops on the geomean."""
+    the round's figure is the median of its calls. The judge's own stopping (stats.Rounds) decides
+    when the rounds end and which workloads a round times."""
     rng = random.Random(seed)
     b = config.bench
-    seq = stats.Sequential(b.min_rounds, b.max_rounds, b.confidence, b.min_effect)
+    sd = round_sd or ROUND_SD
+    seq = stats.Rounds(b.min_rounds, b.max_rounds, b.confidence, b.min_effect, b.guard, b.wide_rounds)
     samples = {label: {u: [] for u in IDS} for label in ("parent", "candidate")}
     lrs = {u: [] for u in IDS}
     base_us = [2.5 * 1.6 ** i for i in range(N_WL)]
-    for _ in range(seq.max_rounds):
+    for _ in range(seq.last_round):
         drift = rng.gauss(0, 0.01)
+        timed = []
         for w, u in enumerate(IDS):
+            if not seq.times(u):
+                continue
             got = {}
             for label in ("parent", "candidate"):
-                jitter = rng.gauss(0, ROUND_SD[w])
+                jitter = rng.gauss(0, sd[w])
                 calls = [base_us[w] * math.exp(drift + jitter + rng.gauss(0, CALL_SD))
                          * (call_ratio(w, rng) if label == "candidate" else 1.0) for _ in range(CALLS[w])]
                 got[label] = _median(calls)
                 samples[label][u].append(round(got[label], 4))
             lrs[u].append(math.log(got["candidate"] / got["parent"]))
-        if seq.add(math.fsum(lrs[u][-1] for u in IDS) / N_WL):
+            timed.append(lrs[u][-1])
+        if seq.after_round(math.fsum(timed) / len(timed) if seq.wide is None else None, lrs):
             break
     summary = seq.summary()
     ok = {"status": "PASSED"}
@@ -166,8 +172,31 @@ def test_a_kernel_faster_in_every_round_is_kept_though_its_time_varies_with_its_
     kept = [v for v in vs if v["decision"] == "keep"]
     assert len(kept) >= 9, [v["reason"] for v in vs if v["decision"] != "keep"][:2]
     # A kernel as noisy but not faster in every round is still blocked: its noise could hide a slowdown.
-    vs = [PairedRatioRule().decide(simulate(RoundNoise(0.97, 0.07, k), 200 + k, c), c) for k in range(10)]
+    vs = [PairedRatioRule().decide(simulate(RoundNoise(0.97, 0.12, k), 200 + k, c), c) for k in range(10)]
     assert not [v for v in vs if v["decision"] == "keep"], [v["reason"] for v in vs if v["decision"] == "keep"]
+
+
+def test_an_unchanged_small_kernel_whose_rounds_vary_by_four_percent_does_not_block_a_real_gain():
+    # Seen on the H200 (2026-12-02): an indexer attempt at 0.727x on the geomean, its all-short workloads
+    # running the parent's own code at ~1.7 us, whose per-round figures (10 cold-L2 calls each) varied by
+    # ~4 %: after 40 rounds their bounds stood at 1.022-1.029, above 1 + guard, and the keep was refused.
+    # Those workloads alone now go on (up to [bench] wide_rounds), and their bounds come within the guard.
+    noisy = [0.045] * 4 + ROUND_SD[4:]
+
+    def gain_elsewhere(w: int, rng: random.Random) -> float:
+        return 1.0 if w < 4 else 0.6
+
+    def kept(config, seeds) -> list[dict]:
+        return [PairedRatioRule().decide(simulate(gain_elsewhere, k, config, noisy), config) for k in seeds]
+    now = kept(cfg(), range(300, 310))
+    assert sum(v["decision"] == "keep" for v in now) >= 9, [v["reason"] for v in now if v["decision"] != "keep"][:2]
+    before = kept(cfg(wide_rounds=40), range(300, 310))  # the rule before: every workload stops at max_rounds
+    assert sum(v["decision"] == "keep" for v in before) <= 1, [v["outcome"] for v in before]
+    assert {v["outcome"] for v in before if v["decision"] != "keep"} == {"workload_inconclusive"}
+    # The same noise cannot hide a real slowdown there: 4 % slower on those workloads is not kept.
+    slower = [PairedRatioRule().decide(simulate(lambda w, rng: 1.04 if w < 4 else 0.6, k, cfg(), noisy), cfg())
+              for k in range(320, 330)]
+    assert not [v for v in slower if v["decision"] == "keep"], [v["reason"] for v in slower if v["decision"] == "keep"]
 
 
 # --- a parent failure blocks the keep ------------------------------------------------------------------------

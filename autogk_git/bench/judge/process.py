@@ -135,9 +135,10 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
     seq = None
     rounds = int(settings.get("min_rounds", 5))
     if stage == "ab":
-        seq = stats.Sequential(rounds, int(settings.get("max_rounds", 40)), float(settings.get("confidence", 0.95)),
-                               float(settings.get("min_effect", 0.01)))
-        rounds = seq.max_rounds
+        seq = stats.Rounds(rounds, int(settings.get("max_rounds", 40)), float(settings.get("confidence", 0.95)),
+                           float(settings.get("min_effect", 0.01)), float(settings.get("guard", 0.02)),
+                           int(settings.get("wide_rounds", 0)))
+        rounds = seq.last_round
     t0 = time.perf_counter()
     fig, failures, timer_bw = (timed_rounds(job, base, cand, wls, inputs, reference, device, emit, seq, rounds)
                                if wls else ({}, {}, None))
@@ -213,7 +214,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
                "timer": settings.get("timer", "cupti") if device.startswith("cuda") else "host",
                "phases": {k: round(v, 3) for k, v in PHASES.items()}}
     if seq is not None:
-        summary.update(seq.summary() if seq.log_ratios else {"rounds": 0, "stopped": "no data",
+        summary.update(seq.summary() if seq.seq.log_ratios else {"rounds": 0, "stopped": "no data",
                                                               "outcome": "inconclusive"})
     emit(**summary)
 

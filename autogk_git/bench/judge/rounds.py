@@ -29,7 +29,7 @@ from .inputs import (
     resolve_axes,
     tensor_bytes,
 )
-from .kernels import RemoteKernel, arm
+from .kernels import LIMITS, RemoteKernel, arm
 from .status import Status
 from .witness import SLEEP_MAX_S, Early, blank_like
 
@@ -352,11 +352,20 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     longest: dict[str, float] = {}  # per workload: the longest witnessed request, gate to reply (seconds)
     verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
     means: list[float] = []  # each round's mean log ratio over its workloads
+    t_round = time.monotonic()
     for r in range(rounds):
+        now = time.monotonic()
+        last_s, t_round = now - t_round, now
+        # Rounds past max_rounds (for the workloads still too wide to call) end well before the job's
+        # limit: a keep blocked as inconclusive is a verdict, a candidate cut off by the limit is not.
+        if seq is not None and seq.wide is not None and now + 3 * last_s + 5 > LIMITS["job_deadline"]:
+            emit(event="round", message=f"round {r + 1}: the job's time limit is near; the workloads still "
+                 "too wide to call stop here")
+            break
         round_logs = []
         for i, wl in wls:
             u = wl["uuid"]
-            if u in failures:
+            if u in failures or (seq is not None and not seq.times(u)):
                 continue
             n = fig[u]["calls"]
             base_seed = seed * 7919 + i * 104729 + r * 1_000_003
@@ -438,20 +447,17 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
             del sets, warm, ref_cache
-        if round_logs:
+        extra = seq is not None and seq.wide is not None
+        if round_logs and not extra:
             means.append(math.fsum(round_logs) / len(round_logs))
             emit(event="round", message=f"round {r + 1}: {len(round_logs)} workload(s) timed, geomean "
                  f"{cand.label}/{base.label} so far {math.exp(math.fsum(means) / len(means)):.4f}")
-        if seq is not None and round_logs:
-            why = seq.add(means[-1])
-            if len(seq.log_ratios) in seq.looks and len(seq.log_ratios) < seq.max_rounds:
-                bounds = stats.workload_bounds({u: f["log_ratio"] for u, f in fig.items() if u not in failures},
-                                               seq.confidence, len(seq.looks), float(settings.get("guard", 0.02)))
-                if why == stats.KEEP and bounds == "wide":
-                    seq.stopped = why = None  # faster on the whole, but a workload is still too wide to say
-                elif why is None and bounds == "slower":
-                    seq.stopped = why = "guard"  # a workload is surely slower: the guard reverts, stop here
-            if why:
+        elif round_logs:
+            emit(event="round", message=f"round {r + 1}: {len(round_logs)} workload(s) still too wide to call "
+                 "timed again (the geomean says keep)")
+        if seq is not None:
+            mean = means[-1] if round_logs and not extra else None
+            if seq.after_round(mean, {u: f["log_ratio"] for u, f in fig.items() if u not in failures}):
                 break
     for u, f in fig.items():  # every timed workload's own figures, confirmed by the judge's clock
         bad = clock_failure(f, device) if u not in failures else None

@@ -211,6 +211,88 @@ def workload_bounds(log_ratios: dict[str, Sequence[float]], confidence: float, l
     return state
 
 
+def bound_schedule(min_rounds: int, max_rounds: int, wide_rounds: int, growth: float = 1.5) -> list[int]:
+    """Rounds after which the workloads' bounds are examined: the geomean's looks (look_schedule), then,
+    for workloads still too wide to call once the geomean says keep, x growth each time up to wide_rounds.
+    Fixed in advance, so the Bonferroni count over it (`len`) holds however the run stops."""
+    looks = look_schedule(min_rounds, max_rounds, growth)
+    wide_rounds = max(looks[-1], int(wide_rounds))
+    while looks[-1] < wide_rounds:
+        looks.append(min(wide_rounds, max(looks[-1] + 1, math.ceil(looks[-1] * growth))))
+    return looks
+
+
+class Rounds:
+    """When the ab stage's rounds stop, and which workloads a round times: the judge's rule, and the one
+    the simulations in the tests run.
+
+    Rounds 1..max_rounds time every workload; the geomean's Sequential decides, except that a keep waits
+    while some workload's bound is still too wide to say it is no slower (workload_bounds), and any look
+    that shows a workload surely slower stops for the guard. When the geomean says keep at max_rounds
+    and some workloads are still too wide, only those go on, up to wide_rounds, looked at on the rest
+    of bound_schedule: on a 1.7 us kernel whose round figures vary by 4 % (the H200's cold-L2 calls), 40
+    rounds leave a bound of ~1.025 on an unchanged kernel, above 1 + guard, so an honest 0.73x was not
+    kept. The bounds' level counts every look of that schedule, whether or not the run reaches it."""
+
+    def __init__(self, min_rounds: int, max_rounds: int, confidence: float, min_effect: float,
+                 guard: float, wide_rounds: int = 0) -> None:
+        self.seq = Sequential(min_rounds, max_rounds, confidence, min_effect)
+        self.guard = guard
+        self.bound_looks = bound_schedule(min_rounds, max_rounds, wide_rounds)
+        self.wide: set[str] | None = None  # the workloads timed past max_rounds
+        self.n = 0
+
+    @property
+    def last_round(self) -> int:
+        return self.bound_looks[-1]
+
+    def times(self, uuid: str) -> bool:
+        return self.wide is None or uuid in self.wide
+
+    def _bounds(self, series: dict[str, Sequence[float]]) -> str:
+        return workload_bounds(series, self.seq.confidence, len(self.bound_looks), self.guard)
+
+    def after_round(self, round_mean: float | None, series: dict[str, Sequence[float]]) -> str | None:
+        """After a round: its mean log ratio over the workloads it timed (None when it timed none) and
+        every workload's log ratios so far. Returns why the rounds stop now, or None."""
+        self.n += 1
+        seq = self.seq
+        if self.wide is None:
+            if round_mean is None:
+                return None
+            why = seq.add(round_mean)
+            n = len(seq.log_ratios)
+            if n not in seq.looks:
+                return why
+            bounds = self._bounds(series)
+            if why == KEEP and bounds == "wide":
+                if n < seq.max_rounds:
+                    seq.stopped = why = None  # faster on the whole, but a workload is still too wide to say
+                elif self.last_round > n:
+                    edge = math.log1p(self.guard)
+                    level = max(0.0, 1.0 - 2.0 * (1.0 - seq.confidence) / len(self.bound_looks))
+                    self.wide = {u for u, lrs in series.items()
+                                 if len(lrs) < 2 or mean_interval(list(lrs), level)[2] > edge}
+                    return None
+            elif why is None and bounds == "slower":
+                seq.stopped = why = "guard"  # a workload is surely slower: the guard reverts, stop here
+            return why
+        rounds = max((len(series.get(u, ())) for u in self.wide), default=0)
+        if rounds in self.bound_looks:
+            bounds = self._bounds(series)
+            if bounds != "wide" or rounds >= self.last_round:
+                return {"within": KEEP, "slower": "guard"}.get(bounds, "budget")
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        out = self.seq.summary()
+        out["bound_looks"] = len(self.bound_looks)
+        if self.wide is not None:
+            out["wide_workloads"] = sorted(self.wide)
+            out["wide_rounds"] = self.n
+        return out
+
+
 def median(values: Sequence[float]) -> float:
     s = sorted(values)
     n = len(s)

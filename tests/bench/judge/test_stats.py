@@ -102,3 +102,40 @@ def test_the_rounds_stop_on_a_keep_only_when_every_workload_is_within_the_guard(
     assert stats.workload_bounds({"a": steady, "b": wide}, 0.95, 6, 0.02) == "wide"
     assert stats.workload_bounds({"a": steady, "b": steady[:1]}, 0.95, 6, 0.02) == "wide"  # one round bounds nothing
     assert stats.workload_bounds({"a": wide, "b": slower}, 0.95, 6, 0.02) == "slower"  # the guard reverts anyway
+
+
+def test_the_workloads_bounds_are_looked_at_on_a_schedule_fixed_in_advance():
+    assert stats.bound_schedule(5, 40, 200) == [5, 8, 12, 18, 27, 40, 60, 90, 135, 200]
+    assert stats.bound_schedule(5, 40, 40) == stats.bound_schedule(5, 40, 0) == stats.look_schedule(5, 40)
+
+
+def test_rounds_past_the_budget_time_only_the_workloads_still_too_wide_to_call():
+    r = stats.Rounds(2, 4, 0.95, 0.01, 0.02, wide_rounds=40)
+    fast, wide = [-0.3, -0.31, -0.29, -0.3], [0.05, -0.05, 0.04, -0.04]
+    series = {"a": [], "b": []}
+    for k in range(4):
+        series["a"].append(fast[k])
+        series["b"].append(wide[k])
+        why = r.after_round((fast[k] + wide[k]) / 2, series)
+    # The geomean says keep at its last look; "b" is too wide to say it is no slower: it alone goes on.
+    assert why is None and r.wide == {"b"} and r.times("b") and not r.times("a")
+    for k in range(36):
+        series["b"].append(0.001 * (-1) ** k)
+        why = r.after_round(None, series)
+        if why:
+            break
+    assert why == stats.KEEP and len(series["b"]) in r.bound_looks, (why, len(series["b"]))
+    assert r.summary()["wide_workloads"] == ["b"] and r.summary()["rounds"] == 4
+    # A workload shown slower while it goes on stops the rounds for the guard.
+    r = stats.Rounds(2, 4, 0.95, 0.01, 0.02, wide_rounds=40)
+    series = {"a": [], "b": []}
+    for k in range(4):
+        series["a"].append(fast[k])
+        series["b"].append(wide[k])
+        r.after_round((fast[k] + wide[k]) / 2, series)
+    for k in range(36):
+        series["b"].append(0.3 + 0.001 * (-1) ** k)
+        why = r.after_round(None, series)
+        if why:
+            break
+    assert why == "guard", why
