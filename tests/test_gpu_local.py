@@ -143,8 +143,11 @@ def test_timed_stages_end_to_end_give_a_paired_verdict_with_its_figures(project)
         ws = bench["stages"]["ab"]["workloads"][label]
         assert len(ws) == len(t.workloads) and {w["status"] for w in ws.values()} == {"PASSED"}
         assert all(w["method"] == "host" for w in ws.values())
-    for w in bench["stages"]["ab"]["workloads"]["candidate"].values():
-        assert w["ratio_vs_parent"] > 0 and len(w["samples_us"]) == ab["rounds"]
+    for u, w in bench["stages"]["ab"]["workloads"]["candidate"].items():
+        # A workload still too wide to call when the geomean said keep was timed on alone (stats.Rounds).
+        wide = u in ab.get("wide_workloads", [])
+        assert w["ratio_vs_parent"] > 0 and (len(w["samples_us"]) == ab["rounds"] or wide), (u, ab)
+        assert not wide or ab["rounds"] < len(w["samples_us"]) <= 5 * ab["rounds"], (u, ab)
     assert bench["cost"]["gpu_s"] > 0
     # The user sees the job go by: each check as it ends, each round, then the final statuses.
     lines = bench.pop("progress_lines")

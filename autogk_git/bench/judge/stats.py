@@ -211,12 +211,16 @@ def workload_bounds(log_ratios: dict[str, Sequence[float]], confidence: float, l
     return state
 
 
+WIDE_FACTOR = 5  # wide_rounds is at most this many times max_rounds
+
+
 def bound_schedule(min_rounds: int, max_rounds: int, wide_rounds: int, growth: float = 1.5) -> list[int]:
     """Rounds after which the workloads' bounds are examined: the geomean's looks (look_schedule), then,
-    for workloads still too wide to call once the geomean says keep, x growth each time up to wide_rounds.
+    for workloads still too wide to call once the geomean says keep, x growth each time up to wide_rounds
+    (at most WIDE_FACTOR x max_rounds: a config that asks for 3 rounds does not get 200).
     Fixed in advance, so the Bonferroni count over it (`len`) holds however the run stops."""
     looks = look_schedule(min_rounds, max_rounds, growth)
-    wide_rounds = max(looks[-1], int(wide_rounds))
+    wide_rounds = max(looks[-1], min(int(wide_rounds), WIDE_FACTOR * looks[-1]))
     while looks[-1] < wide_rounds:
         looks.append(min(wide_rounds, max(looks[-1] + 1, math.ceil(looks[-1] * growth))))
     return looks

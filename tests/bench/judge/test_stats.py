@@ -107,6 +107,7 @@ def test_the_rounds_stop_on_a_keep_only_when_every_workload_is_within_the_guard(
 def test_the_workloads_bounds_are_looked_at_on_a_schedule_fixed_in_advance():
     assert stats.bound_schedule(5, 40, 200) == [5, 8, 12, 18, 27, 40, 60, 90, 135, 200]
     assert stats.bound_schedule(5, 40, 40) == stats.bound_schedule(5, 40, 0) == stats.look_schedule(5, 40)
+    assert stats.bound_schedule(2, 3, 200)[-1] == 15  # at most 5x max_rounds
 
 
 def test_rounds_past_the_budget_time_only_the_workloads_still_too_wide_to_call():
