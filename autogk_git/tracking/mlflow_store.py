@@ -10,7 +10,7 @@ run_data.py  what one run holds, from the note alone: name, tags, params, metric
 runs.py      logging: one result's run, a report's and a loop's runs, superseded runs
 sync.py      many results at once (`autogk sync`): what is unlogged, bulk logging
 
-With traces.py these are the only modules that import mlflow (tests/test_tracking_traces.py).
+With traces.py these are the only modules that import mlflow (tests/tracking/test_tracking_traces.py).
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ OWN = ("refs/autogk/", "refs/notes/autogk/", "refs/heads/autogk/")  # autogk's o
 
 def env_for(actions) -> dict[str, str]:
     # No OS sandbox: these test the undo after the run, the only line where bwrap cannot run (the
-    # sandbox itself: tests/test_agent_sandbox.py).
+    # sandbox itself: tests/agents/test_agent_sandbox.py).
     return {"AUTOGK_AGENT_COMMAND": f"{sys.executable} {FAKE}", "FAKE_CLI_ACTIONS": json.dumps(actions),
             "AUTOGK_TRACKING_ENABLED": "false", "AUTOGK_AGENT_SANDBOX": "none"}
 

@@ -1,6 +1,6 @@
 """The command agent runs in an OS sandbox (bubblewrap): what it tries outside its worktree fails inside
 the agent, before anything needs undoing, and the experiment is judged as any other. Where there is no
-sandbox, the note says why and the undo of agents/confine.py is the only line (tests/test_confine*.py).
+sandbox, the note says why and the undo of agents/confine.py is the only line (tests/agents/test_confine*.py).
 Claude Code and Codex get their own permission flags. The agent's own commit never leaves a background
 benchmark that dies with a traceback."""
 from __future__ import annotations
