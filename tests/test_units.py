@@ -80,3 +80,12 @@ def test_the_judge_caches_bytecode_only_where_the_installed_torch_has_none(tmp_p
     (theirs.parent / "kernels" / tmp / "autogk-worker-y").mkdir(parents=True)
     hygiene.drop_job_bytecode({"HOME": str(tmp_path), "PYTHONPYCACHEPREFIX": str(theirs)})
     assert (theirs.parent / "kernels" / tmp / "autogk-worker-y").exists()
+
+
+def test_a_job_ended_before_the_judge_wrote_any_bytecode_cleans_up_without_a_crash(tmp_path):
+    # Seen in CI: Ctrl-C during the first job of a fresh HOME; the runner's clean-up listed a cache
+    # folder never made, and the FileNotFoundError replaced the interrupt ("autogk crashed").
+    from autogk_git.bench.judge import hygiene
+    ours = tmp_path / ".cache" / "autogk" / "pycache"
+    hygiene.drop_job_bytecode({"HOME": str(tmp_path), "PYTHONPYCACHEPREFIX": str(ours / "judge")})
+    assert not ours.exists()

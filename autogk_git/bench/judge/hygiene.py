@@ -71,7 +71,11 @@ def drop_job_bytecode(env: Mapping[str, str]) -> None:
     if not prefix or Path(prefix).parent != ours:  # a user's own prefix is theirs to clean
         return
     tmp = Path(tempfile.gettempdir()).resolve().relative_to("/")
-    for role in ours.iterdir():
+    try:
+        roles = list(ours.iterdir())
+    except OSError:  # never made: the judge was ended (Ctrl-C) before it wrote any bytecode
+        return
+    for role in roles:
         try:
             stale = [d for d in (role / tmp).iterdir() if d.name.startswith("autogk-")]
         except OSError:
