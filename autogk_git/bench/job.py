@@ -65,13 +65,19 @@ def settings_for(config) -> dict[str, Any]:
             "min_effect": b.min_effect, "confidence": b.confidence, "guard": b.guard}
 
 
+def start_setting(config) -> dict[str, Any]:
+    """The job's `kernel_start`, where the config chose one (auto: the judge's own default, forks.how)."""
+    start = config.bench.kernel_start
+    return {} if start == "auto" else {"kernel_start": start}
+
+
 def timed_settings(config) -> dict[str, Any]:
     """What every timed backend adds to a job, from the config, so their results compare."""
     b = config.bench
     return {"timed": True, "device": "cuda", "min_rounds": b.min_rounds, "max_rounds": b.max_rounds,
-            "wide_rounds": b.wide_rounds,
-            "min_effect": b.min_effect, "confidence": b.confidence, "timer": b.timer, "guard": b.guard,
-            **({"kernel_start": b.kernel_start} if b.kernel_start != "auto" else {})}
+            "wide_rounds": b.wide_rounds, "min_effect": b.min_effect, "confidence": b.confidence,
+            "timer": b.timer, "guard": b.guard,
+            **start_setting(config)}
 
 
 def make_job(target: Target, stage: str, sources: dict[str, dict[str, str]],

@@ -114,6 +114,14 @@ def test_a_steady_three_percent_gain_on_every_workload_still_keeps():
     assert kept >= 95, [v["reason"] for v in vs if v["decision"] != "keep"][:3]
 
 
+def test_a_steady_three_percent_gain_under_twice_the_noise_still_keeps():
+    # The judge does not stop on the geomean while a workload's bound is still too wide (stats.Rounds).
+    vs = [PairedRatioRule().decide(simulate(steady(0.97), 1000 + k, cfg(), [2 * x for x in ROUND_SD]), cfg())
+          for k in range(100)]
+    kept = sum(v["decision"] == "keep" for v in vs)
+    assert kept >= 95, [v["reason"] for v in vs if v["decision"] != "keep"][:3]
+
+
 def test_a_kernel_against_itself_is_kept_at_most_one_time_in_a_hundred():
     vs = decisions(steady(1.0), 200, cfg(), seed0=5000)
     kept = sum(v["decision"] == "keep" for v in vs)

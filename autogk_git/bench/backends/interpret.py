@@ -5,7 +5,7 @@ import os
 from typing import Any
 
 from autogk_git.bench import runner
-from autogk_git.bench.job import numel, over_limit
+from autogk_git.bench.job import numel, over_limit, start_setting
 
 
 class InterpretBackend:
@@ -14,8 +14,7 @@ class InterpretBackend:
 
     def __init__(self, config) -> None:
         self.max_numel = config.bench.cpu_max_numel
-        start = config.bench.kernel_start
-        self.settings = {"device": "cpu", **({"kernel_start": start} if start != "auto" else {})}
+        self.settings = {"device": "cpu", **start_setting(config)}
 
     def eligible(self, definition: dict[str, Any], workloads: list[dict[str, Any]]
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -191,24 +191,29 @@ class Sequential:
                 "min_effect": self.min_effect, "round_log_ratios": list(self.log_ratios)}
 
 
-def workload_bounds(log_ratios: dict[str, Sequence[float]], confidence: float, looks: int, guard: float) -> str:
-    """What the workloads' intervals on t_candidate / t_parent say of a keep, one-sided at `confidence`
-    over the run (Bonferroni over the looks), as the verdict reads them (loop/guard.py): "within" (every
-    upper bound within 1 + guard), "slower" (some lower bound past it: the guard reverts, whatever more
-    rounds show) or "wide" (neither yet). So the rounds neither stop on the geomean while a workload is
-    still too wide to say, nor go on once one is surely slower."""
+def workload_states(log_ratios: dict[str, Sequence[float]], confidence: float, looks: int,
+                    guard: float) -> dict[str, str]:
+    """Each workload's interval on t_candidate / t_parent, one-sided at `confidence` over the run
+    (Bonferroni over the looks), as the verdict reads it (loop/guard.py): "within" (upper bound within
+    1 + guard), "slower" (lower bound past it) or "wide" (neither yet; also with fewer than two rounds)."""
     level = max(0.0, 1.0 - 2.0 * (1.0 - confidence) / max(1, looks))
-    edge, state = math.log1p(guard), "within"
-    for lrs in log_ratios.values():
+    edge, out = math.log1p(guard), {}
+    for u, lrs in log_ratios.items():
         if len(lrs) < 2:
-            state = "wide"
+            out[u] = "wide"
             continue
         _, lo, hi = mean_interval(list(lrs), level)
-        if lo > edge:
-            return "slower"
-        if hi > edge:
-            state = "wide"
-    return state
+        out[u] = "slower" if lo > edge else "wide" if hi > edge else "within"
+    return out
+
+
+def workload_bounds(log_ratios: dict[str, Sequence[float]], confidence: float, looks: int, guard: float) -> str:
+    """What the workloads' intervals say of a keep (workload_states): "slower" if any is surely slower
+    (the guard reverts, whatever more rounds show), else "wide" if any is still too wide to say, else
+    "within". So the rounds neither stop on the geomean while a workload is still too wide to say, nor go
+    on once one is surely slower."""
+    states = set(workload_states(log_ratios, confidence, looks, guard).values())
+    return "slower" if "slower" in states else "wide" if "wide" in states else "within"
 
 
 WIDE_FACTOR = 5  # wide_rounds is at most this many times max_rounds
@@ -273,10 +278,8 @@ class Rounds:
                 if n < seq.max_rounds:
                     seq.stopped = why = None  # faster on the whole, but a workload is still too wide to say
                 elif self.last_round > n:
-                    edge = math.log1p(self.guard)
-                    level = max(0.0, 1.0 - 2.0 * (1.0 - seq.confidence) / len(self.bound_looks))
-                    self.wide = {u for u, lrs in series.items()
-                                 if len(lrs) < 2 or mean_interval(list(lrs), level)[2] > edge}
+                    states = workload_states(series, seq.confidence, len(self.bound_looks), self.guard)
+                    self.wide = {u for u, state in states.items() if state == "wide"}
                     return None
             elif why is None and bounds == "slower":
                 seq.stopped = why = "guard"  # a workload is surely slower: the guard reverts, stop here
@@ -285,7 +288,8 @@ class Rounds:
         if rounds in self.bound_looks:
             bounds = self._bounds(series)
             if bounds != "wide" or rounds >= self.last_round:
-                return {"within": KEEP, "slower": "guard"}.get(bounds, "budget")
+                seq.stopped = {"within": KEEP, "slower": "guard"}.get(bounds, "budget")
+                return seq.stopped
         return None
 
     def summary(self) -> dict[str, Any]:
