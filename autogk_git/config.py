@@ -108,7 +108,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
                        ("ncu", "off")),
         "kernel_start": Key(str, "auto", "how the judge starts each kernel's process: fork (from a copy of the judge "
                             "made before it read its job: no second torch import), exec (a fresh interpreter), or auto "
-                            "(fork on CPU, exec on a GPU)", ("auto", "fork", "exec")),
+                            "(auto: fork, on CPU and GPU alike)", ("auto", "fork", "exec")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },

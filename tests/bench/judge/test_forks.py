@@ -58,10 +58,10 @@ def test_a_kernels_process_holds_neither_the_job_nor_the_judges_code_however_it_
     assert seen["env_tag"], seen
 
 
-def test_cpu_jobs_fork_and_gpu_jobs_start_afresh_unless_told():
+def test_cpu_and_gpu_jobs_fork_unless_told_to_start_afresh():
     assert forks.how({"settings": {"device": "cpu"}}) == "fork"
-    assert forks.how({"settings": {"device": "cuda"}}) == "exec"
-    assert forks.how({"settings": {"device": "cuda", "kernel_start": "fork"}}) == "fork"
+    assert forks.how({"settings": {"device": "cuda"}}) == "fork"
+    assert forks.how({"settings": {"device": "cuda", "kernel_start": "exec"}}) == "exec"
 
 
 def test_a_profiled_judge_starts_its_kernel_processes_afresh(tmp_path):
