@@ -6,8 +6,9 @@ CPU interpreter against the definition's reference and judged by the target's co
 Cases: two contest-shaped workloads whose pools fit the CPU (tokens of 4-13 busy index blocks: the
 split-and-merge paths), short tokens of one to three blocks (the paths without a merge), the cache
 scaled by 64 and the queries by 1/64 (exact in bf16, the same logits, a 64x larger output: softmax
-weights rounded to one bf16 move it outside FlashInfer-Bench's band), and -1 anywhere with a row of
-padding only. Each case is called twice on fresh output buffers: a kernel that keeps counters or
+weights rounded to one bf16 move it outside FlashInfer-Bench's band), -1 anywhere with a row of
+padding only, and 8 tokens with a full row of valid ids beside rows of padding only (05's crash
+shapes: the interpreter cannot see a GPU's illegal access, but it runs every program of such a batch). Each case is called twice on fresh output buffers: a kernel that keeps counters or
 partials between calls must leave them ready for the next call. Broken copies of the newest attempt
 show that the check catches one-bf16 weights and a natural-log lse.
 """
@@ -87,6 +88,11 @@ CASES = {
                                     "layout": {"runs": [[33], [5, 40], [130]]}}, 7),
     "scaled": lambda: case("scaled", lines[0], 5, scaled),
     "padding": lambda: padded(case("padding", {"axes": {"num_tokens": 2, "num_pages": 4}}, 9, padding)),
+    # The shapes 05 crashed on, in one batch: 8 tokens, a token whose 2048 ids are all valid (32 busy
+    # blocks: every block program of the row), rows of padding only, one- and many-block tokens.
+    "eight": lambda: padded(case("eight", {"axes": {"num_tokens": 8, "num_pages": 56},
+                                           "layout": {"runs": [[], [2048], [5, 40], [130], [64], [1], [], [700, 3]]}},
+                                 11)),
 }
 names = json.loads(sys.argv[5]) if len(sys.argv) > 5 else list(CASES)
 results = [CASES[n]() for n in names]
@@ -113,7 +119,7 @@ def test_there_are_attempts_to_check():
 def test_each_attempt_matches_the_reference_in_the_interpreter(attempt):
     out = check(attempt)
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-    assert out.stdout.count("PASSED") == 5, out.stdout
+    assert out.stdout.count("PASSED") == 6, out.stdout
 
 
 def broken_copy(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
@@ -174,3 +180,89 @@ def test_block_per_program_attempt_compiles_for_the_h200_at_two_programs_per_sm(
     shared = {line.split()[1]: int(line.split()[3]) for line in out.stdout.splitlines() if line.startswith("COMPILED")}
     assert set(shared) == {"_attend_block", "_merge_blocks"}, out.stdout
     assert shared["_attend_block"] <= 228 * 1024 // 2 - 1024, out.stdout
+
+
+MMA_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "06_block_per_program_mma.py"
+
+COMPILE_ALIGNED = r"""
+import importlib.util, sys
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("ker", sys.argv[1])
+ker = importlib.util.module_from_spec(spec); spec.loader.exec_module(ker)
+def compile(fn, sig, consts, **opts):
+    # As the launcher specializes it on the GPU: every pointer (torch's allocations) and the pool's row
+    # count (pages x 64) divisible by 16, so the loads vectorize and the gather is staged by cp.async.
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n == "n_rows"}
+    sig = {**sig, **{n: "constexpr" for n in consts}}
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                       options=opts)
+    ptx = k.asm["ptx"]
+    print("COMPILED", fn.__name__, "shared", k.metadata.shared, "wgmma", ptx.count("wgmma.mma_async"), "mma",
+          ptx.count("mma.sync.aligned"), "cp.async", ptx.count("cp.async.c"), flush=True)
+att = {n: "*bf16" for n in ("qn_ptr", "qp_ptr", "ckv_ptr", "kpe_ptr", "out_ptr")}
+att.update({"idx_ptr": "*i32", "lse_ptr": "*fp32", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "scale_log2": "fp32",
+            "n_rows": "i32"})
+compile(ker._attend_block, att, {"TOPK": 2048, "H": 16, "DC": 512, "DP": 64, "BLOCK_N": ker.BLOCK_N,
+        "DOT_DTYPE": tl.bfloat16}, num_warps=ker.NUM_WARPS, num_stages=ker.NUM_STAGES)
+mrg = {"idx_ptr": "*i32", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "lse_ptr": "*fp32",
+       "n_rows": "i32"}
+compile(ker._merge_blocks, mrg, {"TOPK": 2048, "BLOCK_N": ker.BLOCK_N, "H": 16, "DC": 512, "HEADS": ker.MERGE_HEADS,
+        "BLOCK_D": ker.MERGE_BLOCK_D}, num_warps=ker.MERGE_WARPS)
+"""
+
+
+def test_block_per_program_mma_attempt_compiles_for_the_h200_without_wgmma():
+    # 05 was the only attempt whose dots compiled to wgmma (its transposed [64 rows, 16 heads] form), and
+    # the only one to hit an illegal memory access on the H200; its loads are all in bounds, so 06 keeps
+    # 01's dot form: M = 16 heads, mma.sync, the gather staged by cp.async into one shared buffer that
+    # both dots read (01's 96 KB; straight-line code, without the one-trip loop, took 146 KB).
+    out = subprocess.run([sys.executable, "-c", COMPILE_ALIGNED, str(MMA_ATTEMPT)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = {line.split()[1]: line.split()[2:] for line in out.stdout.splitlines() if line.startswith("COMPILED")}
+    assert set(got) == {"_attend_block", "_merge_blocks"}, out.stdout
+    att = dict(zip(got["_attend_block"][::2], map(int, got["_attend_block"][1::2])))
+    assert att["wgmma"] == 0 and att["mma"] > 0 and att["cp.async"] > 0, out.stdout
+    assert att["shared"] <= 228 * 1024 // 2 - 1024, out.stdout  # two attention programs per SM by shared memory
+    assert dict(zip(got["_merge_blocks"][::2], map(int, got["_merge_blocks"][1::2])))["wgmma"] == 0, out.stdout
+
+
+OUT_OF_POOL = r"""
+import importlib.util, json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from autogk_git.bench.judge import rules
+root, target, kernel_file = sys.argv[2], sys.argv[3], sys.argv[4]
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); return m
+gen, ker = load(f"{root}/{target}/inputs.py", "gen"), load(kernel_file, "ker")
+d = json.load(open(f"{root}/{target}/definition.json"))
+ns = {}; exec(d["reference"], ns)
+axes = {**{n: a["value"] for n, a in d["axes"].items() if a.get("type") == "const"}, "num_tokens": 3, "num_pages": 8}
+x = gen.generate(dict(axes), d, 3, "cpu", workload={"layout": {"runs": [[33], [70], [100]]}})
+rows = x["ckv_cache"].shape[0] * x["ckv_cache"].shape[1]
+idx = x["sparse_indices"]
+bad = idx.clone()
+bad[0, 40] = rows; bad[1, 5] = rows + 1000; bad[2, 100:] = 2**31 - 1; bad[2, 3] = -7  # ids outside the pool
+idx.copy_(torch.where((bad >= 0) & (bad < rows), bad, torch.full_like(bad, -1)))
+want = ns["run"](*[x[n] for n in d["inputs"]])  # the reference on the same rows with those ids as padding
+x["sparse_indices"] = bad
+outs = [torch.full_like(w, float("nan")) for w in want]
+ker.run(*[x[n] for n in d["inputs"]], *outs)
+for (out_name, spec), o, w in zip(d["outputs"].items(), outs, want):
+    rules.judge(out_name, spec["dtype"], o, w, rules.declared(gen).get(out_name), x, axes, gen)
+print("PASSED out-of-pool", flush=True)
+"""
+
+
+def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool():
+    # The interpreter cannot see an illegal access on a GPU; 06 rules one out by construction (an id
+    # counts only if 0 <= id < the pool's rows, in both kernels alike). Ids past the pool, and negative
+    # ids other than -1, give the reference's result for those ids read as padding.
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(MMA_ATTEMPT)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
