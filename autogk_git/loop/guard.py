@@ -60,6 +60,15 @@ def upper_bounds(series: dict[str, list[float]], level: float) -> dict[str, floa
     return out
 
 
+def lower_bounds(series: dict[str, list[float]], level: float) -> dict[str, float]:
+    """{workload: lower bound on t_candidate / t_parent}; 0 where fewer than two rounds."""
+    out = {}
+    for u, lrs in series.items():
+        _, lo, _ = stats.mean_interval(lrs, level)
+        out[u] = math.exp(max(lo, -700.0)) if len(lrs) >= 2 else 0.0
+    return out
+
+
 def log_spread(samples: list[float]) -> float | None:
     """Sample standard deviation of log(time) over rounds (None: fewer than two positive rounds)."""
     logs = [math.log(x) for x in samples if isinstance(x, (int, float)) and x > 0]
@@ -83,13 +92,17 @@ def spreads(ab_stage: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, float]], level: float,
              margin: float) -> list[dict[str, Any]]:
-    """Workloads that block a keep, worst first: {uuid, kind: unstable|wide, upper, rounds[, spread]}.
+    """Workloads that block a keep, worst first: {uuid, kind: slower|unstable|wide, upper, rounds[, spread, lower]}.
 
+    slower:   the whole interval lies above 1 + margin (the lower bound past it, at the bounds' level: the
+              reading on which the judge stops its rounds for the guard, stats.workload_states), so more
+              rounds would not turn it into a keep;
     unstable: the candidate's spread is over SPREAD_RATIO x the parent's (on this workload, or its median
               over the workloads if larger) and over log(1 + margin), and its upper bound is not clear of
               1 + margin by more than SPREAD_RATIO of its spreads (in log);
     wide:     the upper bound on t_candidate / t_parent is above 1 + margin."""
     ups = upper_bounds(series, level)
+    lows = lower_bounds(series, level)
     floor = math.log1p(margin)
     machine = stats.median([sp for _, sp in spread.values()]) if spread else 0.0
     out = []
@@ -99,11 +112,13 @@ def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, floa
         sp = max(sp, machine)
         clear = ups[u] < UNBOUNDED and math.log1p(margin) - math.log(max(ups[u], 1e-12)) > SPREAD_RATIO * sc
         clear = clear or (len(lrs) >= SIGN_ROUNDS and max(lrs) < 0.0)
-        if sc > floor and sc > SPREAD_RATIO * sp and not clear:
+        if lows[u] > 1.0 + margin:
+            out.append({**row, "kind": "slower", "lower": lows[u], "ratio": math.exp(math.fsum(lrs) / len(lrs))})
+        elif sc > floor and sc > SPREAD_RATIO * sp and not clear:
             out.append({**row, "kind": "unstable", "spread": sc, "parent_spread": sp})
         elif not ups[u] <= 1.0 + margin:
             out.append({**row, "kind": "wide"})
-    out.sort(key=lambda r: (r["kind"] != "unstable", -r["upper"]))
+    out.sort(key=lambda r: (("slower", "unstable", "wide").index(r["kind"]), -r["upper"]))
     return out
 
 

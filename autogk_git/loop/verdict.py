@@ -383,6 +383,11 @@ def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None,
     others = f" (and {len(blocked) - 1} more workload(s))" if len(blocked) > 1 else ""
     up = f"{w['upper']:.2f}x" if w["upper"] < guard.UNBOUNDED else "unbounded"
     alone = f"; the objective alone would keep it ({objective_line})"
+    if w["kind"] == "slower":
+        return "guard", (
+            f"workload {name} is slower than its parent by {(w['ratio'] - 1) * 100:.1f}% (interval "
+            f"[{w['lower']:.4f}, {_fmt(w['upper'])}] after {w['rounds']} rounds){others}, beyond the guard of "
+            f"{margin:.0%}: more rounds would not make it a keep, so not kept{alone}")
     if w["kind"] == "unstable":
         return "unstable", (
             f"unstable on workload {name}: the candidate's time varies {w['spread'] / max(w['parent_spread'], 1e-12):.0f}x "

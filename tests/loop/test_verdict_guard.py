@@ -265,3 +265,20 @@ def test_a_real_cpu_timed_run_whose_parent_fails_on_one_workload_is_not_kept(pro
     v = PairedRatioRule().decide(bench, cfg(inconclusive="keep", min_effect=0.0, guard=0.9))
     assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
     assert "the parent failed on workload" in v["reason"] and "n=1000" in v["reason"] and parent[1000] in v["reason"]
+
+
+def test_a_workload_surely_slower_where_the_geomean_keeps_is_named_slower_not_sent_for_more_rounds():
+    # Seen on the H200 (sparse attention 06 against 01, 2026-12-02): 0.84x on the whole, one workload
+    # ~4.5 % slower with ~3 % round noise. The judge stopped its rounds because that workload was surely
+    # slower, recorded the stop as "keep", and the verdict called it inconclusive, advising more
+    # wide_rounds, which could never make it a keep.
+    c = cfg()
+    sd = list(ROUND_SD)
+    sd[5] = 0.03
+    for seed in range(6):
+        bench = simulate(lambda w, rng: 1.045 if w == 5 else 0.84, seed, c, sd)
+        v = PairedRatioRule().decide(bench, c)
+        assert v["decision"] == "revert" and v["outcome"] == "guard", v["reason"]
+        assert bench["stages"]["ab"]["ab"]["stopped"] == "guard"
+        assert re.match(r"workload batch_size=32 is slower than its parent by \d\.\d% \(interval \[1\.0[2-9]", v["reason"])
+        assert "wide_rounds" not in v["reason"] and v["blocked"][0]["kind"] == "slower"

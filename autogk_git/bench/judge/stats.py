@@ -281,7 +281,7 @@ class Rounds:
                     states = workload_states(series, seq.confidence, len(self.bound_looks), self.guard)
                     self.wide = {u for u, state in states.items() if state == "wide"}
                     return None
-            elif why is None and bounds == "slower":
+            elif why in (None, KEEP) and bounds == "slower":
                 seq.stopped = why = "guard"  # a workload is surely slower: the guard reverts, stop here
             return why
         rounds = max((len(series.get(u, ())) for u in self.wide), default=0)
