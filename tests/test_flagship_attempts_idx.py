@@ -91,10 +91,31 @@ def run_cases(attempt: Path, cases: list[dict]) -> subprocess.CompletedProcess:
 # Attempt 01 has neither the radix select nor its limits: it takes the cases that patch none.
 PLAIN = [c for c in CASES if "patch" not in c]
 
+# Attempt 05 ranks the long rows of tables up to RANK_MAX_WIDTH tokens by counting, over many programs:
+# the cases above reach it (ties, every score tied), or, where the table is wider or a patch says so,
+# 04's select and torch.topk, which it keeps (the cases patching their limits get RANK_MAX_WIDTH=0). These add
+# its own paths: several long rows (a program takes more than one item), a tile and chunk small enough
+# that a tile's ties fall in chunks before, at and after it, the radix fallback past RANK_BUDGET (in
+# registers' place: streamed by CHUNK), and a batch too large for it.
+RANK = [{**c, "patch": {"RANK_MAX_WIDTH": 0, **c["patch"]}} if {"SINGLE_MAX", "SELECT_MAX"} & set(c.get("patch", {}))
+        else c for c in CASES] + [
+    {"name": "rank: three long rows, programs take several items", "axes": {"batch_size": 4, "max_num_pages": 63,
+     "num_pages": 200}, "seq_lens": [4000, 300, 2049, 3100]},
+    {"name": "rank: ties, small tiles and chunks", "axes": {"batch_size": 2, "max_num_pages": 63, "num_pages": 80},
+     "seq_lens": [4000, 300], "tie": [0, 1000, 2000], "patch": {"RANK_TILE": 8, "RANK_CHUNK": 64}},
+    {"name": "rank: every score tied, small tiles and chunks", "axes": {"batch_size": 2, "max_num_pages": 40,
+     "num_pages": 60}, "seq_lens": [2500, 17], "tie": [0, 7, 2500], "patch": {"RANK_TILE": 8, "RANK_CHUNK": 64}},
+    {"name": "rank: past the budget, the streamed radix fallback", "axes": {"batch_size": 3, "max_num_pages": 63,
+     "num_pages": 200}, "seq_lens": [4000, 300, 2600], "tie": [0, 1000, 2000], "patch": {"RANK_BUDGET": 0, "CHUNK": 1024}},
+    {"name": "rank: batch over RANK_MAX_ROWS, 04's select", "axes": {"batch_size": 4, "max_num_pages": 33,
+     "num_pages": 80}, "seq_lens": [20, 2100, 785, 708], "patch": {"RANK_MAX_ROWS": 2}},
+]
+
 
 @pytest.mark.parametrize("attempt, cases", [("01_short_rows_unscored.py", PLAIN),
                                             ("03_short_path_of_01.py", CASES),
-                                            ("04_select_5bit_digits.py", CASES)])
+                                            ("04_select_5bit_digits.py", CASES),
+                                            ("05_rank_select_spread.py", RANK)])
 def test_indexer_attempt_is_a_top_k_set_on_every_path(attempt, cases):
     out = run_cases(ATTEMPTS / attempt, cases)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
@@ -125,17 +146,23 @@ compile(ker._positions_to_ids, ids, {"K": 2048, "PAGE": 64, "BLOCK": 1024}, num_
 for tail in (False, True):
     compile(ker._long_scores, score, {"H": 64, "D": 128, "PAGE": 64, "BLOCK_N": ker.BLOCK_N, "DOT_DTYPE": tl.float8e4nv,
             "TOPK": 2048, "MASK_TAIL": tail}, num_warps=ker.NUM_WARPS, num_stages=ker.NUM_STAGES)
+if hasattr(ker, "_rank_select"):  # as run() launches it, at the largest batch it takes
+    rank = {**{n: sel[n] for n in ("score_ptr", "table_ptr", "seq_lens_ptr", "out_ptr")}, "batch": "i32",
+            "max_pages": "i32", "width": "i32", "budget": "i32"}
+    compile(ker._rank_select, rank, {"K": 2048, "PAGE": 64, "SHORT_BLOCK": 1024, "ROWS": ker.RANK_MAX_ROWS,
+            "TILE": ker.RANK_TILE, "C": ker.RANK_CHUNK, "BLOCK": min(ker.CHUNK, 512 * ker.RANK_WARPS)},
+            num_warps=ker.RANK_WARPS, **({"maxnreg": ker.RANK_MAXNREG} if ker.RANK_MAXNREG else {}))
 """
 
 
 # 02 ran on the H200 and was reverted (tried/): it stays compiled here, as 03 is 02 but for one launch
 # (its selection is 03's, which the cases above judge).
-@pytest.mark.parametrize("attempt", ["tried/02_long_rows_radix_select.py", "03_short_path_of_01.py",
-                                     "04_select_5bit_digits.py"])
-def test_indexer_attempt_compiles_for_the_h200(attempt):
+@pytest.mark.parametrize("attempt, kernels", [("tried/02_long_rows_radix_select.py", 7), ("03_short_path_of_01.py", 7),
+                                              ("04_select_5bit_digits.py", 7), ("05_rank_select_spread.py", 8)])
+def test_indexer_attempt_compiles_for_the_h200(attempt, kernels):
     # The interpreter runs Python: a kernel it accepts may not compile (a name bound to tensors of two
     # shapes in the two branches of an `if` is one). Compiling to sm_90 catches that here, not on the GPU.
     out = subprocess.run([sys.executable, "-c", COMPILE, str(ATTEMPTS / attempt)], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.count("COMPILED") == 7
+    assert out.stdout.count("COMPILED") == kernels
