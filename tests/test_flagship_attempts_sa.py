@@ -183,14 +183,17 @@ def test_block_per_program_attempt_compiles_for_the_h200_at_two_programs_per_sm(
 
 
 MMA_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "06_block_per_program_mma.py"
+TWO_PER_SM_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "07_two_per_sm.py"
+MMA_ATTEMPTS = [MMA_ATTEMPT, TWO_PER_SM_ATTEMPT]
 
 COMPILE_ALIGNED = r"""
-import importlib.util, sys
+import importlib.util, os, re, subprocess, sys, tempfile
 import triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 spec = importlib.util.spec_from_file_location("ker", sys.argv[1])
 ker = importlib.util.module_from_spec(spec); spec.loader.exec_module(ker)
+PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 def compile(fn, sig, consts, **opts):
     # As the launcher specializes it on the GPU: every pointer (torch's allocations) and the pool's row
     # count (pages x 64) divisible by 16, so the loads vectorize and the gather is staged by cp.async.
@@ -199,13 +202,22 @@ def compile(fn, sig, consts, **opts):
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=opts)
     ptx = k.asm["ptx"]
-    print("COMPILED", fn.__name__, "shared", k.metadata.shared, "wgmma", ptx.count("wgmma.mma_async"), "mma",
-          ptx.count("mma.sync.aligned"), "cp.async", ptx.count("cp.async.c"), flush=True)
+    # Registers and spills as ptxas reports them for sm_90a (the metadata has them only once loaded on a GPU).
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "k.ptx"), "w").write(ptx)
+        r = subprocess.run([PTXAS, "-v", "--gpu-name", "sm_90a", os.path.join(d, "k.ptx"), "-o", os.path.join(d, "k.cubin")],
+                           capture_output=True, text=True, check=True)
+    regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
+    spills = sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", r.stderr))
+    print("COMPILED", fn.__name__, "warps", opts["num_warps"], "shared", k.metadata.shared, "wgmma",
+          ptx.count("wgmma.mma_async"), "mma", ptx.count("mma.sync.aligned"), "cp.async", ptx.count("cp.async.c"),
+          "regs", regs, "spills", spills, flush=True)
 att = {n: "*bf16" for n in ("qn_ptr", "qp_ptr", "ckv_ptr", "kpe_ptr", "out_ptr")}
 att.update({"idx_ptr": "*i32", "lse_ptr": "*fp32", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "scale_log2": "fp32",
             "n_rows": "i32"})
-compile(ker._attend_block, att, {"TOPK": 2048, "H": 16, "DC": 512, "DP": 64, "BLOCK_N": ker.BLOCK_N,
-        "DOT_DTYPE": tl.bfloat16}, num_warps=ker.NUM_WARPS, num_stages=ker.NUM_STAGES)
+for warps in sorted({ker.NUM_WARPS, getattr(ker, "WIDE_WARPS", ker.NUM_WARPS)}):  # 07 picks one per call
+    compile(ker._attend_block, att, {"TOPK": 2048, "H": 16, "DC": 512, "DP": 64, "BLOCK_N": ker.BLOCK_N,
+            "DOT_DTYPE": tl.bfloat16}, num_warps=warps, num_stages=ker.NUM_STAGES)
 mrg = {"idx_ptr": "*i32", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "lse_ptr": "*fp32",
        "n_rows": "i32"}
 compile(ker._merge_blocks, mrg, {"TOPK": 2048, "BLOCK_N": ker.BLOCK_N, "H": 16, "DC": 512, "HEADS": ker.MERGE_HEADS,
@@ -213,20 +225,54 @@ compile(ker._merge_blocks, mrg, {"TOPK": 2048, "BLOCK_N": ker.BLOCK_N, "H": 16, 
 """
 
 
+def compiled(attempt: Path) -> list[tuple[str, dict[str, int]]]:
+    out = subprocess.run([sys.executable, "-c", COMPILE_ALIGNED, str(attempt)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("COMPILED")]
+    return [(r[0], dict(zip(r[1::2], map(int, r[2::2])))) for r in rows]
+
+
 def test_block_per_program_mma_attempt_compiles_for_the_h200_without_wgmma():
     # 05 was the only attempt whose dots compiled to wgmma (its transposed [64 rows, 16 heads] form), and
     # the only one to hit an illegal memory access on the H200; its loads are all in bounds, so 06 keeps
     # 01's dot form: M = 16 heads, mma.sync, the gather staged by cp.async into one shared buffer that
     # both dots read (01's 96 KB; straight-line code, without the one-trip loop, took 146 KB).
-    out = subprocess.run([sys.executable, "-c", COMPILE_ALIGNED, str(MMA_ATTEMPT)], capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = {line.split()[1]: line.split()[2:] for line in out.stdout.splitlines() if line.startswith("COMPILED")}
-    assert set(got) == {"_attend_block", "_merge_blocks"}, out.stdout
-    att = dict(zip(got["_attend_block"][::2], map(int, got["_attend_block"][1::2])))
-    assert att["wgmma"] == 0 and att["mma"] > 0 and att["cp.async"] > 0, out.stdout
-    assert att["shared"] <= 228 * 1024 // 2 - 1024, out.stdout  # two attention programs per SM by shared memory
-    assert dict(zip(got["_merge_blocks"][::2], map(int, got["_merge_blocks"][1::2])))["wgmma"] == 0, out.stdout
+    got = compiled(MMA_ATTEMPT)
+    assert [name for name, _ in got] == ["_attend_block", "_merge_blocks"], got
+    att, mrg = got[0][1], got[1][1]
+    assert att["wgmma"] == 0 and att["mma"] > 0 and att["cp.async"] > 0, got
+    assert att["shared"] <= 228 * 1024 // 2 - 1024, got  # two attention programs per SM by shared memory
+    assert att["spills"] == 0 and mrg["wgmma"] == 0 and mrg["spills"] == 0, got
+
+
+def test_two_per_sm_attempt_fits_two_attention_programs_per_sm_at_4_warps_without_a_spill():
+    # 06 lost to 01 on 8 tokens with a full row: at 8 warps (186 registers, 1 program per SM) its 256
+    # programs need a second wave on 132 SMs. 07 runs 4 warps per program when the grid exceeds the SMs:
+    # 2 programs per SM by registers (64 K per SM, allocated per warp in units of 256) and by shared
+    # memory (228 KB, 1 KB reserved per program), with no spill; 8 warps elsewhere, as 06 compiled.
+    got = compiled(TWO_PER_SM_ATTEMPT)
+    assert [(name, a["warps"]) for name, a in got] == [("_attend_block", 4), ("_attend_block", 8),
+                                                       ("_merge_blocks", 4)], got
+    for name, a in got:
+        assert a["wgmma"] == 0 and a["spills"] == 0, got
+        if name == "_attend_block":
+            assert a["mma"] > 0 and a["cp.async"] > 0, got
+            assert a["shared"] <= 228 * 1024 // 2 - 1024, got
+    wide = got[0][1]
+    per_warp = -(-wide["regs"] * 32 // 256) * 256
+    assert 2 * 4 * per_warp <= 64 * 1024, got  # two 4-warp programs in one SM's register file
+    assert got[1][1]["regs"] <= 192, got  # 8 warps: 06's figure (186), the light batches' code unchanged in size
+
+
+def test_two_per_sm_attempt_picks_4_warps_only_past_the_sm_count():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ker07", TWO_PER_SM_ATTEMPT)
+    ker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ker)
+    assert (ker.NUM_WARPS, ker.WIDE_WARPS) == (8, 4)
+    assert ker._sm_count(__import__("torch").device("cpu")) == 132
+    assert "NUM_WARPS if chunk * blocks <= _sm_count(q_nope.device) else WIDE_WARPS" in TWO_PER_SM_ATTEMPT.read_text()
 
 
 OUT_OF_POOL = r"""
@@ -258,11 +304,12 @@ print("PASSED out-of-pool", flush=True)
 """
 
 
-def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool():
+@pytest.mark.parametrize("attempt", MMA_ATTEMPTS, ids=[a.stem for a in MMA_ATTEMPTS])
+def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool(attempt):
     # The interpreter cannot see an illegal access on a GPU; 06 rules one out by construction (an id
     # counts only if 0 <= id < the pool's rows, in both kernels alike). Ids past the pool, and negative
     # ids other than -1, give the reference's result for those ids read as padding.
     env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(MMA_ATTEMPT)],
+    out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(attempt)],
                          capture_output=True, text=True, env=env, timeout=900)
     assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
