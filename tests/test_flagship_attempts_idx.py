@@ -113,7 +113,7 @@ RANK = [{**c, "patch": {"RANK_MAX_WIDTH": 0, **c["patch"]}} if {"SINGLE_MAX", "S
 
 
 @pytest.mark.parametrize("attempt, cases", [("01_short_rows_unscored.py", PLAIN),
-                                            ("03_short_path_of_01.py", CASES),
+                                            ("tried/03_short_path_of_01.py", CASES),
                                             ("04_select_5bit_digits.py", CASES),
                                             ("05_rank_select_spread.py", RANK)])
 def test_indexer_attempt_is_a_top_k_set_on_every_path(attempt, cases):
@@ -157,7 +157,7 @@ if hasattr(ker, "_rank_select"):  # as run() launches it, at the largest batch i
 
 # 02 ran on the H200 and was reverted (tried/): it stays compiled here, as 03 is 02 but for one launch
 # (its selection is 03's, which the cases above judge).
-@pytest.mark.parametrize("attempt, kernels", [("tried/02_long_rows_radix_select.py", 7), ("03_short_path_of_01.py", 7),
+@pytest.mark.parametrize("attempt, kernels", [("tried/02_long_rows_radix_select.py", 7), ("tried/03_short_path_of_01.py", 7),
                                               ("04_select_5bit_digits.py", 7), ("05_rank_select_spread.py", 8)])
 def test_indexer_attempt_compiles_for_the_h200(attempt, kernels):
     # The interpreter runs Python: a kernel it accepts may not compile (a name bound to tensors of two

@@ -182,8 +182,8 @@ def test_block_per_program_attempt_compiles_for_the_h200_at_two_programs_per_sm(
     assert shared["_attend_block"] <= 228 * 1024 // 2 - 1024, out.stdout
 
 
-MMA_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "06_block_per_program_mma.py"
-TWO_PER_SM_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "07_two_per_sm.py"
+MMA_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "tried" / "06_block_per_program_mma.py"
+TWO_PER_SM_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "tried" / "07_two_per_sm.py"
 MMA_ATTEMPTS = [MMA_ATTEMPT, TWO_PER_SM_ATTEMPT]
 
 COMPILE_ALIGNED = r"""

@@ -37,7 +37,7 @@ def test_start_best_begins_from_the_shipped_best_kernel_and_checks_it(tmp_path):
 def test_every_shipped_best_kernel_belongs_to_a_bundled_target_and_says_where_it_came_from():
     from autogk_git import scaffold
     shipped = scaffold.best_kernels()
-    assert SA in shipped and "rmsnorm_h4096" in shipped
+    assert SA in shipped and IX in shipped and "rmsnorm_h4096" in shipped
     for name in shipped:
         assert name in scaffold.examples()
         assert any(line.startswith("From: experiment #") for line in (BEST / name / "SOURCE.md").read_text().splitlines())
@@ -47,7 +47,10 @@ def test_every_shipped_best_kernel_belongs_to_a_bundled_target_and_says_where_it
         assert [a.arg for a in run.args.args] == [*d["inputs"], *d["outputs"]]
 
 
-def test_start_best_on_a_target_without_one_says_so_and_writes_nothing(tmp_path):
+def test_start_best_on_a_target_without_one_says_so_and_writes_nothing(tmp_path, monkeypatch):
+    from autogk_git import scaffold
+    shipped = scaffold.best_kernels()
+    monkeypatch.setattr(scaffold, "best_kernels", lambda: [n for n in shipped if n != IX])  # as if none shipped
     out = autogk_in(tmp_path, "init", "demo", "--example", IX, "--start", "best", check=False)
     assert out.returncode == 1
     assert f"the bundled target {IX} ships no best known kernel" in out.stderr
@@ -128,7 +131,7 @@ def check_solution_schema(sol: dict, definition: dict) -> None:
     assert [a.arg for a in fn.args.args] == [*definition["inputs"], *definition["outputs"]]
 
 
-@pytest.mark.parametrize("target,start", [(SA, "starting"), (SA, "best"), (IX, "starting")])
+@pytest.mark.parametrize("target,start", [(SA, "starting"), (SA, "best"), (IX, "starting"), (IX, "best")])
 def test_a_packed_dsa_kernel_is_a_flashinfer_bench_solution(tmp_path, target, start):
     autogk_in(tmp_path, "init", "demo", "--example", target, "--start", start, "--no-check")
     root = tmp_path / "demo"

@@ -29,7 +29,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 EXAMPLE = REPO / "autogk_git" / "examples" / HERE.name
-DEFAULT_ATTEMPT = HERE / "03_short_path_of_01.py"
+DEFAULT_ATTEMPT = HERE / "05_rank_select_spread.py"
 # Module constants patched per configuration ({} is the attempt as written); a name the attempt
 # lacks makes that configuration be skipped, with a line in the report.
 CONFIGS = [{}, {"SELECT_WARPS": 4}, {"SELECT_WARPS": 16}, {"BLOCK_N": 64}, {"SINGLE_MAX": 4096}]
