@@ -6,6 +6,7 @@ of autogk outside this folder. Its rooms:
     checks.py          correctness: poisoned outputs, comparisons, calls that catch kernels that remember
     rounds.py          the paired timing rounds, and the check of what the timed calls wrote
     witness.py         the judge's own clock around each timed window (the figure that decides)
+    clock.py           that clock read: per-call figures of a pair, and when they condemn a label
     inputs.py          fresh inputs, the reference's outputs, the bytes a workload must move
     kernels.py         the kernel processes seen from the judge: start, requests, limits, ending
     kernel_process.py  a kernel's own process: imports the kernel, answers the judge's requests

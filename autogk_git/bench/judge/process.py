@@ -46,7 +46,7 @@ from .status import Status
 
 def clock_record(w: dict) -> dict:
     """Per round, us a call: the parent's figure, the candidate's claim and the candidate as the judge's
-    clock saw it (rounds.paired_figures), so a clock verdict can be read back from the record."""
+    clock saw it (clock.paired_figures), so a clock verdict can be read back from the record."""
     rec = {k: [round(x, 3) for x in w[k]] for k in ("parent", "claimed", "seen", "net") if w.get(k)}
     if w.get("flush_us"):
         rec["flush_us"] = w["flush_us"]
@@ -169,7 +169,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         c.update(latency_us=stats.median(f["candidate"]), host_latency_us=stats.median(f["host_candidate"]),
                  samples_us=[round(x, 4) for x in f["candidate"]], method=f.get("method"),
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
-        if f.get("witness"):  # the candidate as the judge's own clock saw it (rounds.clock_failure)
+        if f.get("witness"):  # the candidate as the judge's own clock saw it (clock.clock_failure)
             w = f["witness"]
             if w.get("net"):  # net of each label's own flushes: a measurement, not a verdict's figure
                 c["witness_net_us"] = stats.median(w["net"])

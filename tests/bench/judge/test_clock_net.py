@@ -1,8 +1,8 @@
-"""The judge's clock net of each label's own flushes (rounds.paired_figures): a measurement beside the
+"""The judge's clock net of each label's own flushes (clock.paired_figures): a measurement beside the
 raw figure, which alone decides a verdict."""
 from __future__ import annotations
 
-from autogk_git.bench.judge import rounds
+from autogk_git.bench.judge import clock
 from autogk_git.bench.judge.status import Status
 
 N = 20  # timed calls a window; the window holds N + 1 flushes
@@ -18,7 +18,7 @@ def got(call_us: float, claim_us: float, flush_us: float, fixed_us: float = 620.
 def rounds_of(parent: dict, cand: dict, k: int = 6) -> dict:
     f: dict = {}
     for _ in range(k):
-        rounds.paired_figures(f, {"parent": parent, "candidate": cand}, "parent", "candidate", N)
+        clock.paired_figures(f, {"parent": parent, "candidate": cand}, "parent", "candidate", N)
     return f
 
 
@@ -39,5 +39,5 @@ def test_flush_times_the_candidate_reports_longer_move_the_net_figure_only():
     cheat["flush_us"] = 21 * (27.0 + 9.0)
     f = rounds_of(got(11.5, 11.5, 27.0), cheat)
     assert f["witness"]["net"][0] < 11.5 - 8.0 + 0.5  # the net figure is fooled ...
-    bad = rounds.clock_failure(f, "cuda")
+    bad = clock.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED  # ... the verdict is not

@@ -1,4 +1,4 @@
-"""The judge's clock rule (rounds.clock_failure) on synthetic figures.
+"""The judge's clock rule (clock.clock_failure) on synthetic figures.
 
 A cheat that under-reports its time and adds idle GPU time to some of its own windows widens the t
 bound on the mean gap until it says nothing, while its claim stays steady: the sign test's bound on the
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import random
 
-from autogk_git.bench.judge import rounds
+from autogk_git.bench.judge import clock
 from autogk_git.bench.judge.status import Status
 
 
 def figures(rng: random.Random, n_rounds: int, parent_us: float, claim_us: float, hidden_us: float,
             sd_base: float, sd_cand: float, idle=None) -> dict:
-    """One workload's witness figures as rounds.paired_figures builds them. Each label's window per call
+    """One workload's witness figures as clock.paired_figures builds them. Each label's window per call
     is its own timer's figure plus an excess (flushes, the bracket: ~30 us a call) with its own round
     noise; the candidate's excess also holds the time it hides from its timer, and `idle(rng)`, time
     it adds to its own windows in some rounds."""
@@ -37,7 +37,7 @@ def condemned(n: int, seed: int, **kw) -> float:
     hits = 0
     for _ in range(n):
         f = figures(rng, sd_base=rng.uniform(0.3, 0.8), sd_cand=rng.uniform(0.3, 0.8), **kw)
-        hits += rounds.clock_failure(f, "cuda") is not None
+        hits += clock.clock_failure(f, "cuda") is not None
     return hits / n
 
 
@@ -45,7 +45,7 @@ def test_idle_time_added_to_one_window_does_not_hide_a_steady_under_report():
     # Claims 2 us a call where it takes 6; in one round of five it adds 300 us a call of idle GPU.
     rng = random.Random(3)
     f = figures(rng, 5, 2.0, 2.0, 4.0, 0.3, 0.3, idle=lambda g, k=iter([0, 0, 300.0, 0, 0]): next(k))
-    bad = rounds.clock_failure(f, "cuda")
+    bad = clock.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED, f
     assert "every round" in str(bad), str(bad)
 
@@ -53,7 +53,7 @@ def test_idle_time_added_to_one_window_does_not_hide_a_steady_under_report():
 def test_idle_time_from_fewer_rounds_than_the_sign_test_needs_is_caught_by_the_spread():
     rng = random.Random(4)
     f = figures(rng, 3, 2.0, 2.0, 4.0, 0.3, 0.3, idle=lambda g, k=iter([0, 100.0, 0]): next(k))
-    bad = rounds.clock_failure(f, "cuda")
+    bad = clock.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED and "varied" in str(bad), str(bad)
 
 
@@ -84,11 +84,11 @@ def test_an_honest_two_kernel_candidate_in_few_calls_is_not_condemned_by_the_win
     rng = random.Random(5)
     f = figures(rng, 3, 1.3, 2.6, 0.6 + 15.0 / 10, 0.2, 0.2)
     f["calls"] = 10
-    assert rounds.clock_failure(f, "cuda") is None, f
+    assert clock.clock_failure(f, "cuda") is None, f
     # The same gap over 30 calls a window (the loop's reps) is beyond what the windows' offset explains.
     f = figures(rng, 5, 1.3, 2.6, 2.1, 0.2, 0.2)
     f["calls"] = 30
-    bad = rounds.clock_failure(f, "cuda")
+    bad = clock.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED
 
 
@@ -97,7 +97,7 @@ def test_figures_rewritten_to_a_third_stay_tampered():
     rng = random.Random(6)
     f = figures(rng, 3, 11.5, 3.9, 12.3 - 3.9, 0.5, 0.5)
     f["calls"] = 20
-    bad = rounds.clock_failure(f, "cuda")
+    bad = clock.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED, f
 
 
@@ -108,9 +108,9 @@ def test_an_honest_candidate_put_off_by_a_loaded_hosts_scheduler_is_not_condemne
     # old rule on CPU); the figures say nothing steady.
     w = {"parent": [6400.0, 6420.0], "claimed": [6407.0, 6390.0], "seen": [6400.0 + 6000.0, 6420.0 + 80.0],
          "excess": {"base": [900.0, 910.0], "cand": [900.0 + 6000.0, 990.0]}}
-    assert rounds.clock_failure({"witness": w, "calls": 1}, "cpu") is None
+    assert clock.clock_failure({"witness": w, "calls": 1}, "cpu") is None
     # A steady under-report on CPU is still caught: a quarter of its time claimed, in three rounds.
     w = {"parent": [10000.0, 10100.0, 9900.0], "claimed": [2500.0, 2520.0, 2480.0],
          "seen": [10000.0, 10300.0, 9800.0], "excess": {"base": [900.0] * 3, "cand": [8400.0, 8700.0, 8200.0]}}
-    bad = rounds.clock_failure({"witness": w, "calls": 6}, "cpu")
+    bad = clock.clock_failure({"witness": w, "calls": 6}, "cpu")
     assert bad is not None and bad.status == Status.TAMPERED, w
