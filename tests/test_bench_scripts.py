@@ -1,0 +1,48 @@
+"""The benchmark scripts' own arithmetic, on CPU: loop_gpu.py's independent CUPTI reading (kernels summed
+per call between flushes, by dsa_bench.split_by_flush) and its agreement with autogk's figures."""
+from __future__ import annotations
+
+import importlib.util
+
+from conftest import REPO
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_calls_kernels_are_summed_between_flushes_and_the_flush_is_not_counted():
+    dsa = load("dsa_bench")
+    flush = {"reduce_kernel"}
+    # flush, call of two kernels (3 + 4 us), flush, call of one (5 us), flush; listed out of order
+    ks = [("score", 12.0, 3.0), ("reduce_kernel", 0.0, 60.0), ("select", 20.0, 4.0), ("reduce_kernel", 30.0, 60.0),
+          ("score", 95.0, 5.0), ("reduce_kernel", 110.0, 60.0)]
+    assert dsa.split_by_flush(ks, flush) == [7.0, 5.0]
+    # Kernels before the first flush (a warm-up) are not a call; a flush split into two kernels is one flush.
+    ks = [("warm", -5.0, 9.0), ("reduce_kernel", 0.0, 30.0), ("reduce_kernel", 31.0, 30.0), ("k", 70.0, 2.0),
+          ("reduce_kernel", 80.0, 60.0)]
+    assert dsa.split_by_flush(ks, flush) == [2.0]
+
+
+def test_the_cupti_agreement_is_read_on_its_own_figures_beside_the_graph_timer():
+    lg = load("loop_gpu")
+    timing = {"rows": [
+        # the graph timer adds ~3 us a replay: its ratio disagrees, the CUPTI sums agree with autogk's
+        {"uuid": "a", "axes": {"b": 1}, "start": {"graph_us": 33.0, "cupti_us": 30.0, "correct": True},
+         "best": {"graph_us": 13.0, "cupti_us": 10.0, "correct": True}},
+        # a workload where this script's CUPTI reading disagrees: said, by name
+        {"uuid": "b", "axes": {"b": 2}, "start": {"graph_us": 43.0, "cupti_us": 40.0, "correct": True},
+         "best": {"graph_us": 23.0, "cupti_us": 20.0, "correct": True}},
+        # under 10 us by CUPTI: outside the rule
+        {"uuid": "c", "axes": {"b": 3}, "start": {"graph_us": 5.0, "cupti_us": 2.0, "correct": True},
+         "best": {"graph_us": 4.5, "cupti_us": 1.5, "correct": True}}]}
+    ag = {"start": {"a": 30.0, "b": 40.0, "c": 2.0}, "best": {"a": 10.1, "b": 14.0, "c": 1.5}}
+    rows, summ = lg.compare_rows(timing, ag)
+    by = {r["uuid"]: r for r in rows}
+    assert by["a"]["cupti_agree"] and not by["a"]["agree"]
+    assert not by["b"]["cupti_agree"] and by["c"]["cupti_applies"] is False
+    assert summ["agreement_cupti"]["workloads_checked"] == 2 and summ["agreement_cupti"]["agree"] == 1
+    assert summ["agreement_cupti"]["disagree"] == [lg.axes_str({"b": 2})]
