@@ -304,7 +304,10 @@ print("PASSED out-of-pool", flush=True)
 """
 
 
-@pytest.mark.parametrize("attempt", MMA_ATTEMPTS, ids=[a.stem for a in MMA_ATTEMPTS])
+OUT_OF_POOL_ATTEMPTS = MMA_ATTEMPTS + [REPO / "benchmarks" / "flagship" / SA / "08_merge_in_grid.py"]
+
+
+@pytest.mark.parametrize("attempt", OUT_OF_POOL_ATTEMPTS, ids=[a.stem for a in OUT_OF_POOL_ATTEMPTS])
 def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool(attempt):
     # The interpreter cannot see an illegal access on a GPU; 06 rules one out by construction (an id
     # counts only if 0 <= id < the pool's rows, in both kernels alike). Ids past the pool, and negative
@@ -313,3 +316,72 @@ def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool(atte
     out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(attempt)],
                          capture_output=True, text=True, env=env, timeout=900)
     assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+MERGE_IN_GRID_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "08_merge_in_grid.py"
+
+COMPILE_ONE_KERNEL = r"""
+import importlib.util, os, re, subprocess, sys, tempfile
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("ker", sys.argv[1])
+ker = importlib.util.module_from_spec(spec); spec.loader.exec_module(ker)
+PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+fn = ker._attend_and_merge
+sig = {n: "*bf16" for n in ("qn_ptr", "qp_ptr", "ckv_ptr", "kpe_ptr", "out_ptr")}
+sig.update({"idx_ptr": "*i32", "lse_ptr": "*fp32", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "count_ptr": "*i32",
+            "scale_log2": "fp32", "n_rows": "i32", "n_tok": "i32"})
+# As the launcher specializes it on the GPU: pointers and the pool's row count divisible by 16.
+attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n == "n_rows"}
+consts = {"TOPK": 2048, "H": 16, "DC": 512, "DP": 64, "BLOCK_N": ker.BLOCK_N, "HEADS": ker.MERGE_HEADS,
+          "BLOCK_D": ker.MERGE_BLOCK_D, "DOT_DTYPE": tl.bfloat16}
+k = triton.compile(ASTSource(fn=fn, signature={**sig, **{n: "constexpr" for n in consts}}, constexprs=consts, attrs=attrs),
+                   target=GPUTarget("cuda", 90, 32), options=dict(num_warps=ker.NUM_WARPS, num_stages=ker.NUM_STAGES))
+ptx = k.asm["ptx"]
+with tempfile.TemporaryDirectory() as d:
+    open(os.path.join(d, "k.ptx"), "w").write(ptx)
+    r = subprocess.run([PTXAS, "-v", "--gpu-name", "sm_90a", os.path.join(d, "k.ptx"), "-o", os.path.join(d, "k.cubin")],
+                       capture_output=True, text=True, check=True)
+regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
+spills = sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", r.stderr))
+print("COMPILED", fn.__name__, "warps", ker.NUM_WARPS, "shared", k.metadata.shared, "wgmma", ptx.count("wgmma.mma_async"),
+      "mma", ptx.count("mma.sync.aligned"), "cp.async", ptx.count("cp.async.c"), "atom", ptx.count("atom.") + ptx.count("red."),
+      "regs", regs, "spills", spills, flush=True)
+"""
+
+
+def test_merge_in_grid_attempt_compiles_to_one_kernel_without_a_spill():
+    # 08 is one launch: attention and merge programs in one grid, so one register and shared-memory
+    # budget for both. It must keep 07's 8-warp attention code: mma.sync (no wgmma), the gather staged
+    # by cp.async into one shared buffer both dots read (a loop-invariant gather is hoisted out of the
+    # one-trip loop: no cp.async and 146 KB), no spill; and it must hold the counter's atomics.
+    out = subprocess.run([sys.executable, "-c", COMPILE_ONE_KERNEL, str(MERGE_IN_GRID_ATTEMPT)], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("COMPILED")]
+    assert len(rows) == 1 and rows[0][0] == "_attend_and_merge", out.stdout
+    a = dict(zip(rows[0][1::2], map(int, rows[0][2::2])))
+    assert a["warps"] == 8 and a["wgmma"] == 0 and a["mma"] > 0 and a["cp.async"] > 0, a
+    assert a["spills"] == 0 and a["regs"] <= 255 and a["atom"] > 0, a
+    assert a["shared"] <= 228 * 1024 // 2 - 1024, a  # 07's 96.5 KB staging buffer, not the hoisted 146 KB
+
+
+def test_merge_in_grid_attempt_leaves_its_counters_at_zero_and_merges_after_every_attention_program():
+    # The merge programs wait on a per-token counter: the counters must be zero again after every call
+    # (the last merge program of a token resets it), or the next call's merge would not wait. And the
+    # merge programs must be the grid's highest pids, after every attention program they wait on (a 1-D
+    # grid is dispatched in increasing block index: nothing resident can wait on a program not started).
+    text = MERGE_IN_GRID_ATTEMPT.read_text()
+    assert "_attend_and_merge[(n * (blocks + merges),)](" in text and "if pid < n_tok * NB:" in text
+    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
+    assert CHECK.endswith(last)
+    script = CHECK[: -len(last)] + r"""
+c = ker._COUNTS[torch.device("cpu")]
+print("COUNTS", int(c.abs().sum()), c.numel(), flush=True)
+sys.exit(0 if all(r is not None for r in results) and int(c.abs().sum()) == 0 else 1)
+"""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(MERGE_IN_GRID_ATTEMPT),
+                          json.dumps(["contest-1", "eight"])], capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0 and "COUNTS 0 256" in out.stdout, out.stdout + out.stderr[-3000:]
