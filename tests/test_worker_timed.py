@@ -240,10 +240,11 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 2 * 15)})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"]
-    # and without the later rounds' reads it would have passed: the plan alone reads nothing
+    # and with no reference read at all, every timed call is still compared with the parent's (cross_check)
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 2 * 15)})
-    assert recs[f"candidate:{WLS[0]['uuid']}"]["status"] == "PASSED"
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert c["status"] == "INCORRECT_NUMERICAL" and "the sample did not read" in c["message"]
 
 
 def _cheat(name: str) -> dict:
@@ -457,3 +458,39 @@ def test_outputs_computed_before_the_timed_window_are_not_a_speedup():
     assert c["status"] in ("INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "STREAM_ORDER"), c
     assert c.get("ratio_vs_parent") is None
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+
+
+def test_a_kernel_wrong_on_some_timed_calls_no_sample_reads_is_caught_against_its_parent(monkeypatch):
+    """Right on every correctness call, and on every timed call but one in four, where it writes zeros (not
+    the poison): only the timed calls a sample reads were compared with the reference, so such a kernel
+    passed whenever the sample missed its wrong calls (here a plan that reads none: it passed). Every other
+    timed call is now compared with the parent's output for the same inputs."""
+    def wrong_when_timed_sometimes():
+        calls = [0]
+
+        def run(x, bias, scale, out):
+            torch.add(x * scale, bias, out=out)
+            if any(f.f_code.co_name == "time_batch" for f in _frames()):  # a timed call: the kernel can tell
+                calls[0] += 1
+                if calls[0] % 4 == 0:
+                    out.zero_()
+        return run
+    monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
+    j = job("ab", workloads=WLS[:1], min_rounds=3, max_rounds=3)
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_when_timed_sometimes()})
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert c["status"] == "INCORRECT_NUMERICAL", c
+    assert "timed call" in c["message"] and "the sample did not read" in c["message"]
+    # An honest pair whose outputs differ within the tolerance (the candidate's rounding is not the parent's)
+    # still passes every timed call.
+    def rounded(x, bias, scale, out):
+        out.copy_(x.double() * scale + bias.double())
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": rounded})
+    assert recs[f"candidate:{WLS[0]['uuid']}"]["status"] == "PASSED"
+
+
+def _frames():
+    f = sys._getframe(1)
+    while f is not None:
+        yield f
+        f = f.f_back

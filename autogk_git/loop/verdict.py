@@ -305,7 +305,11 @@ class PairedRatioRule:
                                   f"workload; missing on {', '.join(workload_name(u, axes) for u in lacking[:4])}")
                 rounds_d: list[float] = []
             else:
-                rounds_d = objective_rounds(objective, series, parent_us, ref_us)
+                # The objective's rounds are those every workload was timed in (the judge's geomean rounds);
+                # rounds past them time only the workloads too wide to call, for the per-workload bounds.
+                common = int(ab.get("rounds") or 0)
+                rounds_d = objective_rounds(objective, {u: lrs[:common] for u, lrs in series.items()} if common
+                                            else series, parent_us, ref_us)
             if rounds_d:
                 iv = stats.ratio_interval(rounds_d, b.confidence, looks)
                 lo, hi, ratio, rounds = iv["ci_low"], iv["ci_high"], iv["ratio"], len(rounds_d)

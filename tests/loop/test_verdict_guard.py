@@ -282,3 +282,16 @@ def test_a_workload_surely_slower_where_the_geomean_keeps_is_named_slower_not_se
         assert bench["stages"]["ab"]["ab"]["stopped"] == "guard"
         assert re.match(r"workload batch_size=32 is slower than its parent by \d\.\d% \(interval \[1\.0[2-9]", v["reason"])
         assert "wide_rounds" not in v["reason"] and v["blocked"][0]["kind"] == "slower"
+
+
+def test_the_objectives_interval_is_read_on_the_rounds_every_workload_was_timed_in():
+    # Rounds past the geomean's stop time only the workloads still too wide to call (stats.Rounds); when
+    # every workload was, the verdict read the geomean on those extra rounds too: 15 rounds where the
+    # judge had decided on 3 (a CPU-timed run, tests/test_gpu_local.py).
+    c = cfg()
+    bench = simulate(steady(0.97), 7, c)
+    ab = bench["stages"]["ab"]["ab"]
+    for w in ab["workloads"]:  # as if every workload had been timed on, past the judge's rounds
+        w["log_ratios"] = w["log_ratios"] + w["log_ratios"][:3]
+    v = PairedRatioRule().decide(bench, c)
+    assert v["rounds"] == ab["rounds"], (v["rounds"], ab["rounds"])

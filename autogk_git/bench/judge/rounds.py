@@ -125,7 +125,33 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         except KernelFailure as e:
             raise relabel(e, where) from None
     phase("verify", t0)
+    t["_seen"] = seen  # every timed call's outputs as the judge holds them: cross_check reads the rest
     return t
+
+
+def cross_check(definition: dict, base: list, cand: list, sets: list, checked: list[int], ref_cache: dict,
+                reference, tolerances: dict, axes: dict) -> KernelFailure | None:
+    """Every timed call the sample did not read, compared with the parent's output for the same inputs (by
+    the target's own rules, the parent's output standing for the reference's); where they differ, the
+    candidate's is compared with the reference's itself. So a kernel wrong on a share of its timed calls
+    (right on the few a sample reads) is caught on the first such call, not with the sample's luck. Costs a
+    comparison a call (and a reference call only where the two kernels disagree)."""
+    for k in range(len(sets)):
+        if k in checked or all(torch.equal(bits(a), bits(b)) for a, b in zip(cand[k], base[k])):
+            continue  # read by the sample, or the very bits the parent wrote (the same code path): no rule needed
+        try:
+            check_outputs(definition, cand[k], base[k], tolerances, sets[k], axes)
+            continue
+        except KernelFailure:
+            pass
+        try:
+            if k not in ref_cache:
+                ref_cache[k] = reference_outputs(reference, sets[k])
+            check_outputs(definition, cand[k], ref_cache[k], tolerances, sets[k], axes)
+        except KernelFailure as e:
+            return relabel(e, f"in the timed calls: timed call {k}, which the sample did not read, differs "
+                              "from the parent's output for the same inputs and from the reference's")
+    return None
 
 
 CUDAGRAPH_PASSES = 3  # the cudagraph timer replays its graph of the calls this many times (timer.py)
@@ -263,6 +289,20 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 break
             if u in failures:
                 continue
+            seen = {label: got[label].pop("_seen", None) for label in got}
+            if base.dps and seen.get(base.label) and seen.get(cand.label):
+                t_x = time.perf_counter()
+                try:
+                    bad = cross_check(job["definition"], seen[base.label], seen[cand.label], sets, checked,
+                                      ref_cache, reference, settings.get("tolerances", {}),
+                                      resolve_axes(job["definition"], wl))
+                except HarnessFailure as e:
+                    bad = KernelFailure(Status.HARNESS_ERROR, str(e))
+                phase("verify", t_x)
+                if bad is not None:
+                    failures[u] = (cand.label, bad)
+                    continue
+            del seen
             us = paired_figures(fig[u], got, base.label, cand.label, n)
             for label in (base.label, cand.label):
                 fig[u][label].append(us[label])
