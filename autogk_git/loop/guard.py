@@ -60,15 +60,6 @@ def upper_bounds(series: dict[str, list[float]], level: float) -> dict[str, floa
     return out
 
 
-def lower_bounds(series: dict[str, list[float]], level: float) -> dict[str, float]:
-    """{workload: lower bound on t_candidate / t_parent}; 0 where fewer than two rounds."""
-    out = {}
-    for u, lrs in series.items():
-        _, lo, _ = stats.mean_interval(lrs, level)
-        out[u] = math.exp(max(lo, -700.0)) if len(lrs) >= 2 else 0.0
-    return out
-
-
 def log_spread(samples: list[float]) -> float | None:
     """Sample standard deviation of log(time) over rounds (None: fewer than two positive rounds)."""
     logs = [math.log(x) for x in samples if isinstance(x, (int, float)) and x > 0]
@@ -102,7 +93,6 @@ def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, floa
               1 + margin by more than SPREAD_RATIO of its spreads (in log);
     wide:     the upper bound on t_candidate / t_parent is above 1 + margin."""
     ups = upper_bounds(series, level)
-    lows = lower_bounds(series, level)
     floor = math.log1p(margin)
     machine = stats.median([sp for _, sp in spread.values()]) if spread else 0.0
     out = []
@@ -112,8 +102,9 @@ def blockers(series: dict[str, list[float]], spread: dict[str, tuple[float, floa
         sp = max(sp, machine)
         clear = ups[u] < UNBOUNDED and math.log1p(margin) - math.log(max(ups[u], 1e-12)) > SPREAD_RATIO * sc
         clear = clear or (len(lrs) >= SIGN_ROUNDS and max(lrs) < 0.0)
-        if lows[u] > 1.0 + margin:
-            out.append({**row, "kind": "slower", "lower": lows[u], "ratio": math.exp(math.fsum(lrs) / len(lrs))})
+        mean, lo, _ = stats.mean_interval(lrs, level)
+        if len(lrs) >= 2 and lo > floor:
+            out.append({**row, "kind": "slower", "lower": math.exp(lo), "ratio": math.exp(mean)})
         elif sc > floor and sc > SPREAD_RATIO * sp and not clear:
             out.append({**row, "kind": "unstable", "spread": sc, "parent_spread": sp})
         elif not ups[u] <= 1.0 + margin:
