@@ -148,7 +148,7 @@ def sec_timers(args) -> dict:
                 n = rounds.calls_per_round(job, w)
                 sets = [jinputs.make_inputs(inputs, w, r * 1000 + k, on_device=True) for k in range(n)]
                 warm = jinputs.make_inputs(inputs, w, r * 1000 + n, on_device=True)
-                t = rounds.time_label(tk, sets, warm, job, w, ref, "cuda", random.Random(r), timer)
+                t, _ = rounds.time_label(tk, sets, warm, job, w, ref, "cuda", random.Random(r), timer)
                 per_round.append(t["us"])
                 host.append(t["host_us"])
             rows.append({"workload": w["uuid"], "timer": method, "median_us": statistics.median(per_round),

@@ -21,6 +21,7 @@ from .calls import (
     time_batch,
 )
 from .checks import alloc_outputs, bits, check_inputs, check_outputs, relabel
+from .clock import EARLY_TRIES, clock_failure, early_failure, interference_failure, paired_figures
 from .inputs import (
     HarnessFailure,
     Inputs,
@@ -30,7 +31,6 @@ from .inputs import (
     tensor_bytes,
 )
 from .kernels import LIMITS, RemoteKernel, arm
-from .clock import EARLY_TRIES, clock_failure, early_failure, interference_failure, paired_figures
 from .status import Status
 from .witness import Early, blank_like
 
@@ -59,7 +59,7 @@ def witnessed(tk: TimedKernel, settings: dict) -> bool:
 
 def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict, reference,
                device: str, rng: random.Random, method_timer, checked: list[int] | None = None,
-               ref_cache: dict | None = None, longest_s: float | None = None) -> dict:
+               ref_cache: dict | None = None, longest_s: float | None = None) -> tuple[dict, list | None]:
     """Time one label on this round's input sets, then check (here, in the judge) what the timed calls wrote.
 
     checked: which sets' outputs are compared with the reference's (both labels of a round get the
@@ -78,7 +78,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         sync(device)
         t = method_timer.time_calls([lambda a=a: tk.fn(*a) for a in sets])
         t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
-        return t
+        return t, None
     warm_outs = alloc_outputs(definition, axes, device, 0)
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     snaps = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]  # poisoned until written
@@ -125,8 +125,7 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         except KernelFailure as e:
             raise relabel(e, where) from None
     phase("verify", t0)
-    t["_seen"] = seen  # every timed call's outputs as the judge holds them: cross_check reads the rest
-    return t
+    return t, seen  # every timed call's outputs as the judge holds them: cross_check reads the rest
 
 
 def cross_check(definition: dict, base: list, cand: list, sets: list, checked: list[int], ref_cache: dict,
@@ -246,14 +245,15 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             while True:
                 if method[u] not in timers:
                     timers[method[u]] = device_timer(method[u])
-                got = {}
+                got, seen = {}, {}
                 try:
                     for tk in order:
                         emit(event="at", label=cand.label if tk.label == "reference" else tk.label, uuid=u)
                         arm(tk.fn)
                         try:
-                            got[tk.label] = time_label(tk, sets, warm, job, wl, reference, device, rng,
-                                                       timers[method[u]], checked, ref_cache, longest.get(u))
+                            got[tk.label], seen[tk.label] = time_label(
+                                tk, sets, warm, job, wl, reference, device, rng, timers[method[u]], checked,
+                                ref_cache, longest.get(u))
                             seen_s = (got[tk.label].get("witness") or {}).get("request_s")
                             if seen_s:
                                 longest[u] = max(longest.get(u, 0.0), seen_s)
@@ -289,7 +289,6 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 break
             if u in failures:
                 continue
-            seen = {label: got[label].pop("_seen", None) for label in got}
             if base.dps and seen.get(base.label) and seen.get(cand.label):
                 t_x = time.perf_counter()
                 try:
