@@ -20,6 +20,10 @@ INTERFERED_WINDOWS = 2
 before the window opened, from which the other label is blamed (witness.py: interference)."""
 
 
+CUDAGRAPH_PASSES = 3
+"""The cudagraph timer replays its graph of a window's calls this many times (timer.py: time_calls)."""
+
+
 CLOCK_SLACK = {"cuda": (0.10, 1.0), "cpu": (0.25, 1000.0)}
 """How much slower than it claims the judge's clock may see a candidate, per call: (share of the
 parent's time, microseconds). On the H200 (benchmarks/results/witness_h200/, witness_diag.py) an

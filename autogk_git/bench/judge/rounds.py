@@ -153,7 +153,6 @@ def cross_check(definition: dict, base: list, cand: list, sets: list, checked: l
     return None
 
 
-CUDAGRAPH_PASSES = 3  # the cudagraph timer replays its graph of the calls this many times (timer.py)
 def calls_per_round(job: dict, wl: dict) -> int:
     """Timed calls per round, each on its own input set, within a memory budget."""
     settings = job.get("settings", {})
