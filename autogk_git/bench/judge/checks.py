@@ -72,6 +72,21 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def read_flags(flags: list[torch.Tensor]) -> list[bool]:
+    """Boolean scalars made on the device, read back with one synchronization for all of them (a Python
+    bool per tensor costs one each: thousands a job when every timed call's outputs are compared)."""
+    if not flags:
+        return []
+    return [bool(v) for v in torch.stack([f.reshape(()).to(flags[0].device) for f in flags]).tolist()]
+
+
+def same_bits_flag(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A device scalar: a and b hold the very same bits (shape and dtype included), as torch.equal on bits()."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return torch.zeros((), dtype=torch.bool, device=a.device)
+    return (bits(a) == bits(b)).all()
+
+
 def compare(name: str, dtype_name: str, out: torch.Tensor, ref: torch.Tensor, tolerances: dict,
             inputs: list | None = None, axes: dict | None = None, definition: dict | None = None) -> dict:
     """Error statistics by the output's rule (the target's COMPARE, else by dtype); raises KernelFailure."""

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 import time
 
 import torch
 
-from . import stats
 from .calls import (
     HostTimer,
     KernelFailure,
@@ -20,7 +18,7 @@ from .calls import (
     sync,
     time_batch,
 )
-from .checks import alloc_outputs, bits, check_inputs, check_outputs, relabel
+from .checks import alloc_outputs, bits, check_inputs, check_outputs, read_flags, relabel, same_bits_flag
 from .clock import EARLY_TRIES, clock_failure, early_failure, interference_failure, paired_figures
 from .inputs import (
     HarnessFailure,
@@ -103,17 +101,21 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     # What the timed calls wrote by the end of the window is what counts (the snapshots): a call that
     # skipped its work leaves poison behind, and work that landed later changed the outputs since.
     where = "in the timed calls"
-    for k, (o, snap) in enumerate(zip(outs, seen)):
-        for (name, spec), x, y in zip(definition["outputs"].items(), o, snap):
-            if y.dtype.is_floating_point and torch.isnan(y).any():
-                raise KernelFailure(Status.INCORRECT_NUMERICAL,
-                                    f"{where}: output {name} of timed call {k} still held the poison when the "
-                                    "timed window ended (the call skipped its work, or left it to land later)")
-            if not torch.equal(bits(x), bits(y)):
-                raise KernelFailure(Status.STREAM_ORDER,
-                                    f"{where}: output {name} of timed call {k} changed after the timed window "
-                                    "ended: work left to land after the calls (a later call, a thread, another "
-                                    "stream) is not counted in their time")
+    pairs = [(k, name, y) for k, snap in enumerate(seen) for name, y in zip(definition["outputs"], snap)]
+    nan = [torch.isnan(y).any() if y.dtype.is_floating_point else torch.zeros((), dtype=torch.bool, device=y.device)
+           for _, _, y in pairs]
+    same = [same_bits_flag(x, y) for o, snap in zip(outs, seen) for x, y in zip(o, snap)]
+    flags = read_flags(nan + same)  # one synchronization for every call's checks
+    for i, (k, name, _) in enumerate(pairs):
+        if flags[i]:
+            raise KernelFailure(Status.INCORRECT_NUMERICAL,
+                                f"{where}: output {name} of timed call {k} still held the poison when the "
+                                "timed window ended (the call skipped its work, or left it to land later)")
+        if not flags[len(pairs) + i]:
+            raise KernelFailure(Status.STREAM_ORDER,
+                                f"{where}: output {name} of timed call {k} changed after the timed window "
+                                "ended: work left to land after the calls (a later call, a thread, another "
+                                "stream) is not counted in their time")
     if checked is None:
         checked = rng.sample(range(len(sets)), min(int(settings.get("verify_sets", 2)), len(sets)))
     for k in checked:
@@ -135,9 +137,12 @@ def cross_check(definition: dict, base: list, cand: list, sets: list, checked: l
     candidate's is compared with the reference's itself. So a kernel wrong on a share of its timed calls
     (right on the few a sample reads) is caught on the first such call, not with the sample's luck. Costs a
     comparison a call (and a reference call only where the two kernels disagree)."""
-    for k in range(len(sets)):
-        if k in checked or all(torch.equal(bits(a), bits(b)) for a, b in zip(cand[k], base[k])):
-            continue  # read by the sample, or the very bits the parent wrote (the same code path): no rule needed
+    rest = [k for k in range(len(sets)) if k not in checked]
+    flags = read_flags([same_bits_flag(a, b) for k in rest for a, b in zip(cand[k], base[k])])
+    n_out = len(definition["outputs"])
+    for i, k in enumerate(rest):
+        if all(flags[i * n_out:(i + 1) * n_out]):
+            continue  # the very bits the parent wrote (the same code path): no rule needed
         try:
             check_outputs(definition, cand[k], base[k], tolerances, sets[k], axes)
             continue
