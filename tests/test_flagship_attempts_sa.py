@@ -304,7 +304,8 @@ print("PASSED out-of-pool", flush=True)
 """
 
 
-OUT_OF_POOL_ATTEMPTS = MMA_ATTEMPTS + [REPO / "benchmarks" / "flagship" / SA / "08_merge_in_grid.py"]
+OUT_OF_POOL_ATTEMPTS = MMA_ATTEMPTS + [REPO / "benchmarks" / "flagship" / SA / "08_merge_in_grid.py",
+                                       REPO / "benchmarks" / "flagship" / SA / "09_last_block_merges.py"]
 
 
 @pytest.mark.parametrize("attempt", OUT_OF_POOL_ATTEMPTS, ids=[a.stem for a in OUT_OF_POOL_ATTEMPTS])
@@ -336,6 +337,7 @@ sig.update({"idx_ptr": "*i32", "lse_ptr": "*fp32", "part_o_ptr": "*fp32", "part_
 attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n == "n_rows"}
 consts = {"TOPK": 2048, "H": 16, "DC": 512, "DP": 64, "BLOCK_N": ker.BLOCK_N, "HEADS": ker.MERGE_HEADS,
           "BLOCK_D": ker.MERGE_BLOCK_D, "DOT_DTYPE": tl.bfloat16}
+consts.update({n: getattr(ker, n) for n in ("LAST_MAX", "LAST_BLOCK_D") if n in fn.arg_names})  # 09's short-row merge
 k = triton.compile(ASTSource(fn=fn, signature={**sig, **{n: "constexpr" for n in consts}}, constexprs=consts, attrs=attrs),
                    target=GPUTarget("cuda", 90, 32), options=dict(num_warps=ker.NUM_WARPS, num_stages=ker.NUM_STAGES))
 ptx = k.asm["ptx"]
@@ -385,3 +387,62 @@ sys.exit(0 if all(r is not None for r in results) and int(c.abs().sum()) == 0 el
     out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(MERGE_IN_GRID_ATTEMPT),
                           json.dumps(["contest-1", "eight"])], capture_output=True, text=True, env=env, timeout=900)
     assert out.returncode == 0 and "COUNTS 0 256" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+LAST_BLOCK_MERGES_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "09_last_block_merges.py"
+
+
+def test_last_block_merges_attempt_compiles_to_one_kernel_without_a_spill():
+    # 09 is 08's one launch with a second merge path inside the attention program (the last block of a
+    # short row merges it): still one register budget, 8 warps, mma.sync, cp.async, no spill, and 08's
+    # staging buffer (the short merge's [LAST_MAX, 16, LAST_BLOCK_D] tiles add no shared memory).
+    out = subprocess.run([sys.executable, "-c", COMPILE_ONE_KERNEL, str(LAST_BLOCK_MERGES_ATTEMPT)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("COMPILED")]
+    assert len(rows) == 1 and rows[0][0] == "_attend_and_merge", out.stdout
+    a = dict(zip(rows[0][1::2], map(int, rows[0][2::2])))
+    assert a["warps"] == 8 and a["wgmma"] == 0 and a["mma"] > 0 and a["cp.async"] > 0, a
+    assert a["spills"] == 0 and a["regs"] <= 255 and a["atom"] > 0, a
+    assert a["shared"] <= 228 * 1024 // 2 - 1024, a
+
+
+# Rows of 2 .. LAST_MAX busy blocks (merged by their last block program), rows past LAST_MAX (merged by
+# the merge programs, which wait), a one-block row and a row of padding only (row 0), in one batch, twice.
+SHORT_AND_LONG = {"axes": {"num_tokens": 6, "num_pages": 40},
+                  "layout": {"runs": [[], [64, 64], [500], [3], [130, 70, 200, 64], [1000]]}}
+
+
+def test_last_block_merges_attempt_leaves_its_counters_at_zero_on_short_and_long_rows():
+    # Both merge paths use the per-token counter: the short rows' last block puts it back to 0, the long
+    # rows' last merge program does (08's rule); every call must leave all of them at zero. The merge
+    # programs stay the grid's highest pids (they may wait; attention programs never wait on a program
+    # started after them: the last block of a short row waits on nothing, it only reads what was released).
+    text = LAST_BLOCK_MERGES_ATTEMPT.read_text()
+    assert "_attend_and_merge[(n * (blocks + merges),)](" in text and "if pid < n_tok * NB:" in text
+    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
+    assert CHECK.endswith(last)
+    script = CHECK[: -len(last)] + r"""
+extra = [padded(case("short-and-long", json.loads(sys.argv[6]), 13))]
+c = ker._COUNTS[torch.device("cpu")]
+print("COUNTS", int(c.abs().sum()), c.numel(), flush=True)
+sys.exit(0 if all(r is not None for r in results + extra) and int(c.abs().sum()) == 0 else 1)
+"""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(LAST_BLOCK_MERGES_ATTEMPT),
+                          json.dumps(["contest-2", "eight"]), json.dumps(SHORT_AND_LONG)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0 and "COUNTS 0 256" in out.stdout, out.stdout + out.stderr[-3000:]
+    assert out.stdout.count("PASSED") == 3, out.stdout
+
+
+def test_last_block_merges_attempt_merges_short_rows_in_the_attention_program():
+    # The rows where 08 lost to 01 ([4, 1], [1, 1, 1, 1, 1, 2, 1, 1], [1, 1, 1, 1, 6, 3], ...: at most 6
+    # busy blocks per token) must take the short path, and the full row (32 blocks) the merge programs.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ker09", LAST_BLOCK_MERGES_ATTEMPT)
+    ker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ker)
+    assert 6 <= ker.LAST_MAX < 2048 // ker.BLOCK_N
+    text = LAST_BLOCK_MERGES_ATTEMPT.read_text()
+    assert "if n_busy > LAST_MAX:" in text and "elif n_busy > LAST_MAX:" in text
