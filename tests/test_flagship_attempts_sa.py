@@ -304,7 +304,7 @@ print("PASSED out-of-pool", flush=True)
 """
 
 
-OUT_OF_POOL_ATTEMPTS = MMA_ATTEMPTS + [REPO / "benchmarks" / "flagship" / SA / "08_merge_in_grid.py",
+OUT_OF_POOL_ATTEMPTS = MMA_ATTEMPTS + [REPO / "benchmarks" / "flagship" / SA / "tried" / "08_merge_in_grid.py",
                                        REPO / "benchmarks" / "flagship" / SA / "09_last_block_merges.py"]
 
 
@@ -319,7 +319,7 @@ def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool(atte
     assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
-MERGE_IN_GRID_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "08_merge_in_grid.py"
+MERGE_IN_GRID_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "tried" / "08_merge_in_grid.py"
 
 COMPILE_ONE_KERNEL = r"""
 import importlib.util, os, re, subprocess, sys, tempfile
