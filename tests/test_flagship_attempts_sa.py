@@ -305,7 +305,7 @@ print("PASSED out-of-pool", flush=True)
 
 
 OUT_OF_POOL_ATTEMPTS = MMA_ATTEMPTS + [REPO / "benchmarks" / "flagship" / SA / "tried" / "08_merge_in_grid.py",
-                                       REPO / "benchmarks" / "flagship" / SA / "09_last_block_merges.py"]
+                                       REPO / "benchmarks" / "flagship" / SA / "tried" / "09_last_block_merges.py"]
 
 
 @pytest.mark.parametrize("attempt", OUT_OF_POOL_ATTEMPTS, ids=[a.stem for a in OUT_OF_POOL_ATTEMPTS])
@@ -389,7 +389,7 @@ sys.exit(0 if all(r is not None for r in results) and int(c.abs().sum()) == 0 el
     assert out.returncode == 0 and "COUNTS 0 256" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
-LAST_BLOCK_MERGES_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "09_last_block_merges.py"
+LAST_BLOCK_MERGES_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "tried" / "09_last_block_merges.py"
 
 
 def test_last_block_merges_attempt_compiles_to_one_kernel_without_a_spill():
