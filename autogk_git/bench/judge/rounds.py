@@ -158,32 +158,13 @@ def cross_check(definition: dict, base: list, cand: list, sets: list, checked: l
     return None
 
 
-TIMING_MEM_BYTES = 1 << 30
-"""The input and output bytes one round's timed calls of one workload may hold on CPU (tests) and on a small GPU."""
-TIMING_MEM_GPU_SHARE = 32
-"""On a GPU: up to 1/32 of its memory (4 GiB at most; the judge holds these sets, their outputs three times
-per label, and each kernel's process its blank copies). A workload whose one call reads 100 MB (the DSA
-indexer's 11,923 pages) got 10 calls a round under 1 GiB: rounds of ~1.5 us kernels whose figures
-spread ~4 %, which took 40 rounds to bound every workload within the guard (H200, 2026-12-02); on an
-H200 it now gets the 30 of `reps`."""
-
-
-def timing_budget_bytes(settings: dict, device: str) -> int:
-    if "timing_mem_bytes" in settings:
-        return int(settings["timing_mem_bytes"])
-    if device.startswith("cuda") and torch.cuda.is_available():
-        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-        return max(TIMING_MEM_BYTES, min(4 << 30, total // TIMING_MEM_GPU_SHARE))
-    return TIMING_MEM_BYTES
-
-
-def calls_per_round(job: dict, wl: dict, device: str = "cpu") -> int:
-    """Timed calls per round, each on its own input set, within a memory budget (timing_budget_bytes)."""
+def calls_per_round(job: dict, wl: dict) -> int:
+    """Timed calls per round, each on its own input set, within a memory budget."""
     settings = job.get("settings", {})
     axes = resolve_axes(job["definition"], wl)
     nbytes = sum(tensor_bytes(job["definition"], axes, "inputs").values()) + \
         sum(tensor_bytes(job["definition"], axes, "outputs").values())
-    budget = timing_budget_bytes(settings, device)
+    budget = int(settings.get("timing_mem_bytes", 1 << 30))
     return max(2, min(int(settings.get("reps", 30)), budget // max(1, nbytes)))
 
 
@@ -225,7 +206,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     method = {wl["uuid"]: timers["main"].method for _, wl in wls}
     timers[timers["main"].method] = timers["main"]
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
-                        "log_ratio": [], "calls": calls_per_round(job, wl, device)} for _, wl in wls}
+                        "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
     failures: dict[str, tuple[str, KernelFailure]] = {}
     tried: dict[str, set] = {}
     longest: dict[str, float] = {}  # per workload: the longest witnessed request, gate to reply (seconds)
