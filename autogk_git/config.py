@@ -76,6 +76,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "trials": Key(int, 3, "fresh input sets per correctness check", check=_pos, rule="> 0"),
         "reps": Key(int, 30, "timed calls per workload per round", check=_pos, rule="> 0"),
         "warmup": Key(int, 5, "untimed calls before timing", check=lambda x: x >= 0, rule=">= 0"),
+        "timing_mem_mb": Key(int, 1024, "MB of inputs and outputs one round's timed calls of one workload may hold "
+                             "(each call gets its own input set): a workload whose call holds more than "
+                             "1/reps of it gets fewer calls a round, so noisier rounds", check=_pos, rule="> 0"),
         "min_rounds": Key(int, 5, "ab stage: rounds before the first decision", check=_pos, rule="> 0"),
         "max_rounds": Key(int, 40, "ab stage: round budget", check=_pos, rule="> 0"),
         "wide_rounds": Key(int, 200, "ab stage: when the geomean says keep by max_rounds but some workload's "
@@ -247,7 +250,7 @@ class _Section:
 
 # Upper bounds past which a count is a typo, not a wish (reps = 30000000 would time one workload for days).
 UPPER: dict[tuple[str, str], float] = {
-    ("bench", "reps"): 100_000, ("bench", "trials"): 1_000, ("bench", "warmup"): 100_000,
+    ("bench", "reps"): 100_000, ("bench", "trials"): 1_000, ("bench", "warmup"): 100_000, ("bench", "timing_mem_mb"): 1 << 20,
     ("bench", "stride"): 1_000_000, ("bench", "min_rounds"): 10_000, ("bench", "max_rounds"): 100_000,
     ("bench", "timeout_s"): 7 * 86400, ("bench", "reference_timeout_s"): 86400, ("agent", "command_timeout_s"): 7 * 86400,
     ("agent", "max_turns"): 100_000, ("research", "max_turns"): 100_000,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autogk_git import config
@@ -58,3 +60,22 @@ def test_bad_toml_is_a_config_error(tmp_path):
     (tmp_path / ".autogk.toml").write_text("[bench\nreps = 3")
     with pytest.raises(ConfigError, match="not valid TOML"):
         config.load(tmp_path)
+
+
+def test_timing_memory_reaches_the_judge_and_sets_the_calls_a_round():
+    # A workload whose call holds ~100 MB (the contest-shaped indexer) gets 10 calls a round under the
+    # default 1024 MB, 30 (all of reps) under 4096 MB: the setting must reach the job the judge reads.
+    import json
+
+    from autogk_git.bench.job import settings_for
+    from autogk_git.bench.judge.rounds import calls_per_round
+
+    folder = Path(__file__).resolve().parents[1] / "autogk_git" / "examples" / "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"
+    definition = json.loads((folder / "definition.json").read_text())
+    wl = next(json.loads(x)["workload"] for x in (folder / "workloads.jsonl").read_text().splitlines()
+              if json.loads(x)["workload"]["axes"]["num_pages"] == 11923)
+    calls = {}
+    for mb in (None, 4096):
+        cfg = config.parse({"bench": {"timing_mem_mb": mb}} if mb else {}, environ={})
+        calls[mb] = calls_per_round({"definition": definition, "settings": settings_for(cfg)}, wl)
+    assert calls == {None: 10, 4096: 30}
