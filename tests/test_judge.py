@@ -110,7 +110,7 @@ def test_a_detached_daemon_dies_with_its_job_and_the_job_ends_at_its_limit(tmp_p
     out = runner.run_worker(job({"candidate": cheat("detached_child")}, workloads=WLS[:1]), env, 12)
     took = time.monotonic() - t0
     r = next(iter(out["labels"]["candidate"].values()))
-    assert r["status"] == Status.TIMEOUT and "12 s limit" in r["message"]
+    assert r["status"] == Status.TIMEOUT and "12 s limit" in r["message"], r  # the message names the limit that ended it
     assert took < 12 + 15, took
     pids = [int(p) for p in pidfile.read_text().split()]
     assert pids
