@@ -446,3 +446,83 @@ def test_last_block_merges_attempt_merges_short_rows_in_the_attention_program():
     assert 6 <= ker.LAST_MAX < 2048 // ker.BLOCK_N
     text = LAST_BLOCK_MERGES_ATTEMPT.read_text()
     assert "if n_busy > LAST_MAX:" in text and "elif n_busy > LAST_MAX:" in text
+
+
+SENTINEL_MERGE_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "10_sentinel_merge.py"
+
+
+def test_sentinel_merge_attempt_never_gathers_an_id_outside_the_pool():
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(SENTINEL_MERGE_ATTEMPT)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+def test_sentinel_merge_attempt_compiles_to_one_kernel_without_a_spill():
+    # 10 is 08's one launch without counters: no atomic at all (the merge waits on the partial words
+    # themselves), the attention code at 8 warps with mma.sync (no wgmma), the gather staged by cp.async
+    # (NUM_STAGES = 3: the next trip's gather of a short row in flight while the current one computes),
+    # no spill, and registers well under 255 (09 sat at 250 and fell apart on the H200's older Triton).
+    # One program per SM either way (> 128 registers x 256 threads), shared memory within an SM's 227 KB.
+    script = COMPILE_ONE_KERNEL.replace('"count_ptr": "*i32",\n', "").replace(
+        '"BLOCK_D": ker.MERGE_BLOCK_D,', '"BLOCK_D": ker.MERGE_BLOCK_D, "SOLO_MAX": ker.SOLO_MAX,')
+    assert '"count_ptr"' not in script and '"SOLO_MAX"' in script
+    script += 'print("ATOMICS", len(re.findall(r"\\s(?:atom|red)\\.", ptx)), flush=True)\n'
+    out = subprocess.run([sys.executable, "-c", script, str(SENTINEL_MERGE_ATTEMPT)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("COMPILED")]
+    assert len(rows) == 1 and rows[0][0] == "_attend_and_merge", out.stdout
+    a = dict(zip(rows[0][1::2], map(int, rows[0][2::2])))
+    assert a["warps"] == 8 and a["wgmma"] == 0 and a["mma"] > 0 and a["cp.async"] > 0, a
+    assert a["spills"] == 0 and a["regs"] <= 224, a
+    assert a["shared"] <= 227 * 1024, a
+    assert "ATOMICS 0" in out.stdout, out.stdout
+
+
+# Rows of 1 .. SOLO_MAX busy blocks (finished by their program 0), rows past SOLO_MAX (partials and merge
+# programs that wait on them), a row of padding only, ids shuffled among -1 (busy blocks not a prefix), in
+# one batch, twice.
+SOLO_AND_MERGED = {"axes": {"num_tokens": 7, "num_pages": 40},
+                   "layout": {"runs": [[], [64, 64], [500], [3], [130, 70, 200, 64], [100], [1000]]}}
+
+
+def test_sentinel_merge_attempt_leaves_its_partials_at_sentinel_on_short_and_long_rows():
+    # The merge programs wait until their words of the partial buffers are no longer SENTINEL and put
+    # SENTINEL back into exactly those words: after every call the whole scratch must be SENTINEL again,
+    # or the next call's merge would read a stale partial. The merge programs are the grid's highest pids.
+    text = SENTINEL_MERGE_ATTEMPT.read_text()
+    assert "_attend_and_merge[(n * (blocks + merges),)](" in text and "if pid < n_tok * NB:" in text
+    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
+    assert CHECK.endswith(last)
+    script = CHECK[: -len(last)] + r"""
+def shuffled(x):  # token 2's 500 ids and token 6's 1000 spread over the row among -1: busy blocks not a prefix
+    idx = x["sparse_indices"]
+    for t in (2, 6):
+        idx[t] = idx[t][torch.randperm(idx.shape[1], generator=torch.Generator().manual_seed(t))]
+wl = json.loads(sys.argv[6])
+extra = [padded(case("solo-and-merged", wl, 13)), padded(case("solo-and-merged-shuffled", wl, 14, shuffled))]
+bad = 0
+for po, pl in ker._SCRATCH.values():
+    bad += int((po.view(torch.int32) != ker.SENTINEL).sum()) + int((pl.view(torch.int32) != ker.SENTINEL).sum())
+print("NOT-SENTINEL", bad, len(ker._SCRATCH), flush=True)
+sys.exit(0 if all(r is not None for r in results + extra) and bad == 0 else 1)
+"""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(SENTINEL_MERGE_ATTEMPT),
+                          json.dumps(["contest-2", "eight"]), json.dumps(SOLO_AND_MERGED)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0 and "NOT-SENTINEL 0 1" in out.stdout, out.stdout + out.stderr[-3000:]
+    assert out.stdout.count("PASSED") == 4, out.stdout
+
+
+def test_sentinel_merge_attempt_finishes_the_light_rows_without_a_merge():
+    # The rows where 08 lost to 01 by its merge chain: 2-block rows ([4, 1]'s neighbours,
+    # [1, 1, 1, 1, 1, 2, 1, 1]) must be finished by one program; the full row (32 blocks) merged.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ker10", SENTINEL_MERGE_ATTEMPT)
+    ker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ker)
+    assert 2 <= ker.SOLO_MAX < 2048 // ker.BLOCK_N and ker.NUM_STAGES >= 3
+    text = SENTINEL_MERGE_ATTEMPT.read_text()
+    assert "solo = n_busy <= SOLO_MAX" in text and "if n_busy > SOLO_MAX:" in text
