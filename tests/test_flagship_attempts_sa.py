@@ -100,12 +100,32 @@ sys.exit(0 if all(r is not None for r in results) else 1)
 """
 
 
+def interpreted(script: str, *args, timeout: float = 900) -> subprocess.CompletedProcess:
+    """A script run in its own process by Triton's interpreter (no GPU), its arguments as strings."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def attempt_module(path: Path, name: str):
+    """An attempt's kernel file imported as a module (its constants and helpers, nothing run)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_ending_with(tail: str) -> str:
+    """CHECK with its last line (the exit on the cases' results) replaced by tail."""
+    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
+    assert CHECK.endswith(last)
+    return CHECK[: -len(last)] + tail
+
+
 def check(kernel: Path, cases: list[str] | None = None) -> subprocess.CompletedProcess:
     """CHECK on one kernel file: every case, or the ones named."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    extra = [json.dumps(cases)] if cases else []
-    return subprocess.run([sys.executable, "-c", CHECK, str(REPO), str(EXAMPLES), SA, str(kernel), *extra],
-                          capture_output=True, text=True, env=env, timeout=900)
+    return interpreted(CHECK, REPO, EXAMPLES, SA, kernel, *([json.dumps(cases)] if cases else []))
 
 
 def test_there_are_attempts_to_check():
@@ -266,10 +286,7 @@ def test_two_per_sm_attempt_fits_two_attention_programs_per_sm_at_4_warps_withou
 
 
 def test_two_per_sm_attempt_picks_4_warps_only_past_the_sm_count():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("ker07", TWO_PER_SM_ATTEMPT)
-    ker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ker)
+    ker = attempt_module(TWO_PER_SM_ATTEMPT, "ker07")
     assert (ker.NUM_WARPS, ker.WIDE_WARPS) == (8, 4)
     assert ker._sm_count(__import__("torch").device("cpu")) == 132
     assert "NUM_WARPS if chunk * blocks <= _sm_count(q_nope.device) else WIDE_WARPS" in TWO_PER_SM_ATTEMPT.read_text()
@@ -313,9 +330,7 @@ def test_block_per_program_mma_attempt_never_gathers_an_id_outside_the_pool(atte
     # The interpreter cannot see an illegal access on a GPU; 06 rules one out by construction (an id
     # counts only if 0 <= id < the pool's rows, in both kernels alike). Ids past the pool, and negative
     # ids other than -1, give the reference's result for those ids read as padding.
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(attempt)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    out = interpreted(OUT_OF_POOL, REPO, EXAMPLES, SA, attempt)
     assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
@@ -376,16 +391,12 @@ def test_merge_in_grid_attempt_leaves_its_counters_at_zero_and_merges_after_ever
     # grid is dispatched in increasing block index: nothing resident can wait on a program not started).
     text = MERGE_IN_GRID_ATTEMPT.read_text()
     assert "_attend_and_merge[(n * (blocks + merges),)](" in text and "if pid < n_tok * NB:" in text
-    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
-    assert CHECK.endswith(last)
-    script = CHECK[: -len(last)] + r"""
+    script = check_ending_with(r"""
 c = ker._COUNTS[torch.device("cpu")]
 print("COUNTS", int(c.abs().sum()), c.numel(), flush=True)
 sys.exit(0 if all(r is not None for r in results) and int(c.abs().sum()) == 0 else 1)
-"""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(MERGE_IN_GRID_ATTEMPT),
-                          json.dumps(["contest-1", "eight"])], capture_output=True, text=True, env=env, timeout=900)
+""")
+    out = interpreted(script, REPO, EXAMPLES, SA, MERGE_IN_GRID_ATTEMPT, json.dumps(["contest-1", "eight"]))
     assert out.returncode == 0 and "COUNTS 0 256" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
@@ -420,18 +431,14 @@ def test_last_block_merges_attempt_leaves_its_counters_at_zero_on_short_and_long
     # started after them: the last block of a short row waits on nothing, it only reads what was released).
     text = LAST_BLOCK_MERGES_ATTEMPT.read_text()
     assert "_attend_and_merge[(n * (blocks + merges),)](" in text and "if pid < n_tok * NB:" in text
-    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
-    assert CHECK.endswith(last)
-    script = CHECK[: -len(last)] + r"""
+    script = check_ending_with(r"""
 extra = [padded(case("short-and-long", json.loads(sys.argv[6]), 13))]
 c = ker._COUNTS[torch.device("cpu")]
 print("COUNTS", int(c.abs().sum()), c.numel(), flush=True)
 sys.exit(0 if all(r is not None for r in results + extra) and int(c.abs().sum()) == 0 else 1)
-"""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(LAST_BLOCK_MERGES_ATTEMPT),
-                          json.dumps(["contest-2", "eight"]), json.dumps(SHORT_AND_LONG)],
-                         capture_output=True, text=True, env=env, timeout=900)
+""")
+    out = interpreted(script, REPO, EXAMPLES, SA, LAST_BLOCK_MERGES_ATTEMPT, json.dumps(["contest-2", "eight"]),
+                      json.dumps(SHORT_AND_LONG))
     assert out.returncode == 0 and "COUNTS 0 256" in out.stdout, out.stdout + out.stderr[-3000:]
     assert out.stdout.count("PASSED") == 3, out.stdout
 
@@ -439,10 +446,7 @@ sys.exit(0 if all(r is not None for r in results + extra) and int(c.abs().sum())
 def test_last_block_merges_attempt_merges_short_rows_in_the_attention_program():
     # The rows where 08 lost to 01 ([4, 1], [1, 1, 1, 1, 1, 2, 1, 1], [1, 1, 1, 1, 6, 3], ...: at most 6
     # busy blocks per token) must take the short path, and the full row (32 blocks) the merge programs.
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("ker09", LAST_BLOCK_MERGES_ATTEMPT)
-    ker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ker)
+    ker = attempt_module(LAST_BLOCK_MERGES_ATTEMPT, "ker09")
     assert 6 <= ker.LAST_MAX < 2048 // ker.BLOCK_N
     text = LAST_BLOCK_MERGES_ATTEMPT.read_text()
     assert "if n_busy > LAST_MAX:" in text and "elif n_busy > LAST_MAX:" in text
@@ -452,9 +456,7 @@ SENTINEL_MERGE_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "10_sentinel_me
 
 
 def test_sentinel_merge_attempt_never_gathers_an_id_outside_the_pool():
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", OUT_OF_POOL, str(REPO), str(EXAMPLES), SA, str(SENTINEL_MERGE_ATTEMPT)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    out = interpreted(OUT_OF_POOL, REPO, EXAMPLES, SA, SENTINEL_MERGE_ATTEMPT)
     assert out.returncode == 0 and "PASSED out-of-pool" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
@@ -493,9 +495,7 @@ def test_sentinel_merge_attempt_leaves_its_partials_at_sentinel_on_short_and_lon
     # or the next call's merge would read a stale partial. The merge programs are the grid's highest pids.
     text = SENTINEL_MERGE_ATTEMPT.read_text()
     assert "_attend_and_merge[(n * (blocks + merges),)](" in text and "if pid < n_tok * NB:" in text
-    last = "sys.exit(0 if all(r is not None for r in results) else 1)\n"
-    assert CHECK.endswith(last)
-    script = CHECK[: -len(last)] + r"""
+    script = check_ending_with(r"""
 def shuffled(x):  # token 2's 500 ids and token 6's 1000 spread over the row among -1: busy blocks not a prefix
     idx = x["sparse_indices"]
     for t in (2, 6):
@@ -507,11 +507,9 @@ for po, pl in ker._SCRATCH.values():
     bad += int((po.view(torch.int32) != ker.SENTINEL).sum()) + int((pl.view(torch.int32) != ker.SENTINEL).sum())
 print("NOT-SENTINEL", bad, len(ker._SCRATCH), flush=True)
 sys.exit(0 if all(r is not None for r in results + extra) and bad == 0 else 1)
-"""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", script, str(REPO), str(EXAMPLES), SA, str(SENTINEL_MERGE_ATTEMPT),
-                          json.dumps(["contest-2", "eight"]), json.dumps(SOLO_AND_MERGED)],
-                         capture_output=True, text=True, env=env, timeout=900)
+""")
+    out = interpreted(script, REPO, EXAMPLES, SA, SENTINEL_MERGE_ATTEMPT, json.dumps(["contest-2", "eight"]),
+                      json.dumps(SOLO_AND_MERGED))
     assert out.returncode == 0 and "NOT-SENTINEL 0 1" in out.stdout, out.stdout + out.stderr[-3000:]
     assert out.stdout.count("PASSED") == 4, out.stdout
 
@@ -519,10 +517,7 @@ sys.exit(0 if all(r is not None for r in results + extra) and bad == 0 else 1)
 def test_sentinel_merge_attempt_finishes_the_light_rows_without_a_merge():
     # The rows where 08 lost to 01 by its merge chain: 2-block rows ([4, 1]'s neighbours,
     # [1, 1, 1, 1, 1, 2, 1, 1]) must be finished by one program; the full row (32 blocks) merged.
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("ker10", SENTINEL_MERGE_ATTEMPT)
-    ker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ker)
+    ker = attempt_module(SENTINEL_MERGE_ATTEMPT, "ker10")
     assert 2 <= ker.SOLO_MAX < 2048 // ker.BLOCK_N and ker.NUM_STAGES >= 3
     text = SENTINEL_MERGE_ATTEMPT.read_text()
     assert "solo = n_busy <= SOLO_MAX" in text and "if n_busy > SOLO_MAX:" in text
