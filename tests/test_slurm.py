@@ -7,12 +7,14 @@ a partition set down so that jobs wait in the queue.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -107,7 +109,21 @@ def our_jobs() -> list[dict[str, str]]:
 
 
 @pytest.fixture
-def slurm(slurm_cluster, monkeypatch, tmp_path):
+def one_slurm_test_at_a_time():
+    """The tests share one cluster and change it for everyone (the partition taken down, the node drained,
+    every autogk job cancelled before a test starts): two at once on two pytest workers cancelled each
+    other's jobs and read each other's (a loaded 2-core machine, 2026-12-02). A lock on one file, whatever
+    worker a test runs on."""
+    with open(Path(tempfile.gettempdir()) / "autogk-slurm-tests.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def slurm(one_slurm_test_at_a_time, slurm_cluster, monkeypatch, tmp_path):
     """This test's settings: the slurm backend, interpret inside, one CPU a job, its own shared folder."""
     monkeypatch.setenv("SLURM_CONF", slurm_cluster)
     heal()
