@@ -407,6 +407,7 @@ def undefined_names(paths: list[Path]) -> list[str]:
     """pyflakes' 'undefined name' reports over these files: a name used but bound nowhere, which Python
     reports only when that line runs (a GPU-only path, an error branch) and the tests here may never reach."""
     import pyflakes.api
+    import pyflakes.messages
     import pyflakes.reporter
 
     class Collect(pyflakes.reporter.Reporter):
@@ -420,7 +421,8 @@ def undefined_names(paths: list[Path]) -> list[str]:
             self.found.append(f"{filename}:{lineno}: {msg}")
 
         def flake(self, message):
-            if "undefined name" in str(message) or "undefined local" in str(message):
+            if isinstance(message, (pyflakes.messages.UndefinedName, pyflakes.messages.UndefinedLocal,
+                                    pyflakes.messages.UndefinedExport)):
                 self.found.append(str(message))
 
     rep = Collect()
@@ -438,4 +440,10 @@ def test_no_name_is_used_that_is_never_defined():
 def test_the_undefined_name_check_sees_one(tmp_path):
     bad = tmp_path / "clock.py"
     bad.write_text("def figures(f):\n    return f * PASSES\n")
+    assert any("PASSES" in m for m in undefined_names([bad]))
+
+
+def test_the_undefined_name_check_sees_a_local_read_before_it_is_bound(tmp_path):
+    bad = tmp_path / "rounds.py"
+    bad.write_text("PASSES = 3\n\ndef figures(f):\n    n = f * PASSES\n    PASSES = 2\n    return n\n")
     assert any("PASSES" in m for m in undefined_names([bad]))
