@@ -140,3 +140,25 @@ def test_rounds_past_the_budget_time_only_the_workloads_still_too_wide_to_call()
         if why:
             break
     assert why == "guard", why
+
+
+def test_a_keep_on_the_geomean_times_on_only_the_wide_workloads_from_its_first_look():
+    # The indexer's 0.84x keep (H200, 2026-12-02) timed all 24 workloads for 40 rounds (145 s) because 2
+    # of them were still too wide to call: the geomean had said keep at its first look, and the other 22
+    # were within by then. Only the wide ones go on from the look where the geomean says keep.
+    r = stats.Rounds(5, 40, 0.95, 0.01, 0.02, wide_rounds=200)
+    series: dict[str, list[float]] = {"a": [], "b": [], "c": []}
+    timed = {u: 0 for u in series}
+    why, k = None, 0
+    while why is None and k < 400:
+        lrs = {"a": -0.3 + 0.001 * (-1) ** k, "b": -0.3 + 0.002 * (-1) ** k, "c": 0.06 * (-1) ** k}
+        now = [u for u in series if r.times(u)]
+        for u in now:
+            series[u].append(lrs[u])
+            timed[u] += 1
+        why = r.after_round(None if r.wide is not None else sum(lrs[u] for u in now) / len(now), series)
+        k += 1
+    assert why == stats.KEEP, why
+    assert r.summary()["rounds"] == r.seq.looks[0] == 5 and r.summary()["wide_workloads"] == ["c"]
+    assert timed["a"] == timed["b"] == 5 and timed["c"] > 40, timed
+    assert timed["c"] in r.bound_looks
