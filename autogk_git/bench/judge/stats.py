@@ -212,8 +212,13 @@ def workload_bounds(log_ratios: dict[str, Sequence[float]], confidence: float, l
     (the guard reverts, whatever more rounds show), else "wide" if any is still too wide to say, else
     "within". So the rounds neither stop on the geomean while a workload is still too wide to say, nor go
     on once one is surely slower."""
-    states = set(workload_states(log_ratios, confidence, looks, guard).values())
-    return "slower" if "slower" in states else "wide" if "wide" in states else "within"
+    return bounds_of(workload_states(log_ratios, confidence, looks, guard))
+
+
+def bounds_of(states: dict[str, str]) -> str:
+    """workload_bounds on states already read."""
+    seen = set(states.values())
+    return "slower" if "slower" in seen else "wide" if "wide" in seen else "within"
 
 
 WIDE_FACTOR = 5  # wide_rounds is at most this many times max_rounds
@@ -249,7 +254,8 @@ class Rounds:
         self.seq = Sequential(min_rounds, max_rounds, confidence, min_effect)
         self.guard = guard
         self.bound_looks = bound_schedule(min_rounds, max_rounds, wide_rounds)
-        self.wide: set[str] | None = None  # the workloads timed past max_rounds
+        self.wide: set[str] | None = None  # the workloads still timed past the geomean's keep
+        self.timed_past: list[str] = []  # every workload timed past it (wide once)
         self.n = 0
 
     @property
@@ -280,6 +286,7 @@ class Rounds:
                 # geomean's look stands, and only those workloads go on, at any look, not only the last.
                 states = workload_states(series, seq.confidence, len(self.bound_looks), self.guard)
                 self.wide = {u for u, state in states.items() if state == "wide"}
+                self.timed_past = sorted(self.wide)
                 seq.stopped = None
                 return None
             elif why in (None, KEEP) and bounds == "slower":
@@ -287,17 +294,20 @@ class Rounds:
             return why
         rounds = max((len(series.get(u, ())) for u in self.wide), default=0)
         if rounds in self.bound_looks:
-            bounds = self._bounds(series)
+            states = workload_states(series, seq.confidence, len(self.bound_looks), self.guard)
+            bounds = bounds_of(states)
             if bounds != "wide" or rounds >= self.last_round:
                 seq.stopped = {"within": KEEP, "slower": "guard"}.get(bounds, "budget")
                 return seq.stopped
+            # A workload shown within at a look is settled: only those still too wide go on.
+            self.wide = {u for u in self.wide if states.get(u) == "wide"}
         return None
 
     def summary(self) -> dict[str, Any]:
         out = self.seq.summary()
         out["bound_looks"] = len(self.bound_looks)
         if self.wide is not None:
-            out["wide_workloads"] = sorted(self.wide)
+            out["wide_workloads"] = self.timed_past
             out["wide_rounds"] = self.n
         return out
 

@@ -162,3 +162,23 @@ def test_a_keep_on_the_geomean_times_on_only_the_wide_workloads_from_its_first_l
     assert r.summary()["rounds"] == r.seq.looks[0] == 5 and r.summary()["wide_workloads"] == ["c"]
     assert timed["a"] == timed["b"] == 5 and timed["c"] > 40, timed
     assert timed["c"] in r.bound_looks
+
+
+def test_a_wide_workload_settled_at_a_look_is_timed_no_more():
+    # On the H200 (2026-12-02) the indexer's 11 wide workloads were all timed on for 70 rounds, as long
+    # as any one of them was still too wide: the set never shrank as workloads settled.
+    r = stats.Rounds(5, 40, 0.95, 0.01, 0.02, wide_rounds=200)
+    series: dict[str, list[float]] = {"a": [], "quiet": [], "loud": []}
+    timed = {u: 0 for u in series}
+    why, k = None, 0
+    while why is None and k < 400:
+        lrs = {"a": -0.3 + 0.001 * (-1) ** k, "quiet": 0.03 * (-1) ** k, "loud": 0.08 * (-1) ** k}
+        now = [u for u in series if r.times(u)]
+        for u in now:
+            series[u].append(lrs[u])
+            timed[u] += 1
+        why = r.after_round(None if r.wide is not None else sum(lrs[u] for u in now) / len(now), series)
+        k += 1
+    assert why == stats.KEEP, why
+    assert r.summary()["wide_workloads"] == ["loud", "quiet"] and r.wide == {"loud"}
+    assert 5 < timed["quiet"] < timed["loud"] and timed["quiet"] in r.bound_looks, timed
