@@ -81,9 +81,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                              "1/reps of it gets fewer calls a round, so noisier rounds", check=_pos, rule="> 0"),
         "min_rounds": Key(int, 5, "ab stage: rounds before the first decision", check=_pos, rule="> 0"),
         "max_rounds": Key(int, 40, "ab stage: round budget", check=_pos, rule="> 0"),
-        "wide_rounds": Key(int, 200, "ab stage: when the geomean says keep by max_rounds but some workload's "
-                           "bound is still too wide to say it is no slower, those workloads alone are timed on, up "
-                           "to this many rounds (at most 5x max_rounds); at most max_rounds: never", check=_pos, rule="> 0"),
+        "wide_rounds": Key(int, 200, "ab stage: when the geomean says keep but some workload's bound is still too "
+                           "wide to say it is no slower, those workloads alone are timed on, each until it is "
+                           "within the guard, up to this many rounds (at most 5x max_rounds)", check=_pos, rule="> 0"),
         "min_effect": Key(float, 0.01, "keep only if faster than parent by at least this fraction",
                           check=_frac, rule="in [0, 1)"),
         "confidence": Key(float, 0.95, "confidence level of the interval", check=lambda x: 0.5 <= x < 1,
