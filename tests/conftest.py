@@ -5,12 +5,19 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
+
+# A suite started as a background job (`cmd &` in a script) inherits SIGINT ignored, and so would every
+# autogk it starts: the Ctrl-C tests would send a signal nothing hears. A Python handler here is reset
+# to the default at exec, so the children hear Ctrl-C as a user's terminal would deliver it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
