@@ -142,22 +142,27 @@ def test_rounds_past_the_budget_time_only_the_workloads_still_too_wide_to_call()
     assert why == "guard", why
 
 
+def run_rounds(amplitude: dict[str, tuple[float, float]]) -> tuple[stats.Rounds, str | None, dict[str, int]]:
+    """The judge's stopping on workloads whose log ratio alternates: centre +- spread, round after round;
+    returns the Rounds, why it stopped, and how many rounds timed each workload."""
+    r = stats.Rounds(5, 40, 0.95, 0.01, 0.02, wide_rounds=200)
+    series: dict[str, list[float]] = {u: [] for u in amplitude}
+    why, k = None, 0
+    while why is None and k < 400:
+        now = [u for u in series if r.times(u)]
+        lrs = {u: amplitude[u][0] + amplitude[u][1] * (-1) ** k for u in now}
+        for u in now:
+            series[u].append(lrs[u])
+        why = r.after_round(None if r.wide is not None else sum(lrs.values()) / len(now), series)
+        k += 1
+    return r, why, {u: len(v) for u, v in series.items()}
+
+
 def test_a_keep_on_the_geomean_times_on_only_the_wide_workloads_from_its_first_look():
     # The indexer's 0.84x keep (H200, 2026-12-02) timed all 24 workloads for 40 rounds (145 s) because 2
     # of them were still too wide to call: the geomean had said keep at its first look, and the other 22
     # were within by then. Only the wide ones go on from the look where the geomean says keep.
-    r = stats.Rounds(5, 40, 0.95, 0.01, 0.02, wide_rounds=200)
-    series: dict[str, list[float]] = {"a": [], "b": [], "c": []}
-    timed = {u: 0 for u in series}
-    why, k = None, 0
-    while why is None and k < 400:
-        lrs = {"a": -0.3 + 0.001 * (-1) ** k, "b": -0.3 + 0.002 * (-1) ** k, "c": 0.06 * (-1) ** k}
-        now = [u for u in series if r.times(u)]
-        for u in now:
-            series[u].append(lrs[u])
-            timed[u] += 1
-        why = r.after_round(None if r.wide is not None else sum(lrs[u] for u in now) / len(now), series)
-        k += 1
+    r, why, timed = run_rounds({"a": (-0.3, 0.001), "b": (-0.3, 0.002), "c": (0.0, 0.06)})
     assert why == stats.KEEP, why
     assert r.summary()["rounds"] == r.seq.looks[0] == 5 and r.summary()["wide_workloads"] == ["c"]
     assert timed["a"] == timed["b"] == 5 and timed["c"] > 40, timed
@@ -167,18 +172,7 @@ def test_a_keep_on_the_geomean_times_on_only_the_wide_workloads_from_its_first_l
 def test_a_wide_workload_settled_at_a_look_is_timed_no_more():
     # On the H200 (2026-12-02) the indexer's 11 wide workloads were all timed on for 70 rounds, as long
     # as any one of them was still too wide: the set never shrank as workloads settled.
-    r = stats.Rounds(5, 40, 0.95, 0.01, 0.02, wide_rounds=200)
-    series: dict[str, list[float]] = {"a": [], "quiet": [], "loud": []}
-    timed = {u: 0 for u in series}
-    why, k = None, 0
-    while why is None and k < 400:
-        lrs = {"a": -0.3 + 0.001 * (-1) ** k, "quiet": 0.03 * (-1) ** k, "loud": 0.08 * (-1) ** k}
-        now = [u for u in series if r.times(u)]
-        for u in now:
-            series[u].append(lrs[u])
-            timed[u] += 1
-        why = r.after_round(None if r.wide is not None else sum(lrs[u] for u in now) / len(now), series)
-        k += 1
+    r, why, timed = run_rounds({"a": (-0.3, 0.001), "quiet": (0.0, 0.03), "loud": (0.0, 0.08)})
     assert why == stats.KEEP, why
     assert r.summary()["wide_workloads"] == ["loud", "quiet"] and r.wide == {"loud"}
     assert 5 < timed["quiet"] < timed["loud"] and timed["quiet"] in r.bound_looks, timed
