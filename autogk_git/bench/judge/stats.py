@@ -243,11 +243,12 @@ class Rounds:
     Rounds time every workload until the geomean's Sequential decides, except that a keep waits while
     some workload's bound is still too wide to say it is no slower (workload_bounds), and any look that
     shows a workload surely slower stops for the guard. When the geomean says keep at any look and some
-    workloads are still too wide, only those go on, up to wide_rounds, looked at on the rest of
-    bound_schedule (the indexer's 0.84x keep timed all 24 workloads for 40 rounds, 145 s, to settle 2 of
-    them; the others were within from the first looks): on a 1.7 us kernel whose round figures vary by 4 % (the H200's cold-L2 calls), 40
-    rounds leave a bound of ~1.025 on an unchanged kernel, above 1 + guard, so an honest 0.73x was not
-    kept. The bounds' level counts every look of that schedule, whether or not the run reaches it."""
+    workloads are still too wide, only those go on, each until a look shows it within (or slower), up to
+    wide_rounds, looked at on the rest of bound_schedule. Waiting for max_rounds instead timed all 24 of
+    the indexer's workloads for 40 rounds (145 s) to settle 2; stopping at max_rounds refused an honest
+    0.73x: on a 1.7 us kernel whose round figures vary by 4 % (the H200's cold-L2 calls), 40 rounds leave
+    a bound of ~1.025 on an unchanged kernel, above 1 + guard. The bounds' level counts every look of
+    that schedule, whether or not the run reaches it."""
 
     def __init__(self, min_rounds: int, max_rounds: int, confidence: float, min_effect: float,
                  guard: float, wide_rounds: int = 0) -> None:
@@ -265,8 +266,8 @@ class Rounds:
     def times(self, uuid: str) -> bool:
         return self.wide is None or uuid in self.wide
 
-    def _bounds(self, series: dict[str, Sequence[float]]) -> str:
-        return workload_bounds(series, self.seq.confidence, len(self.bound_looks), self.guard)
+    def _states(self, series: dict[str, Sequence[float]]) -> dict[str, str]:
+        return workload_states(series, self.seq.confidence, len(self.bound_looks), self.guard)
 
     def after_round(self, round_mean: float | None, series: dict[str, Sequence[float]]) -> str | None:
         """After a round: its mean log ratio over the workloads it timed (None when it timed none) and
@@ -280,11 +281,11 @@ class Rounds:
             n = len(seq.log_ratios)
             if n not in seq.looks:
                 return why
-            bounds = self._bounds(series)
+            states = self._states(series)
+            bounds = bounds_of(states)
             if why == KEEP and bounds == "wide" and self.last_round > n:
                 # Faster on the whole, but some workload is still too wide to say it is no slower: the
                 # geomean's look stands, and only those workloads go on, at any look, not only the last.
-                states = workload_states(series, seq.confidence, len(self.bound_looks), self.guard)
                 self.wide = {u for u, state in states.items() if state == "wide"}
                 self.timed_past = sorted(self.wide)
                 seq.stopped = None
@@ -294,7 +295,7 @@ class Rounds:
             return why
         rounds = max((len(series.get(u, ())) for u in self.wide), default=0)
         if rounds in self.bound_looks:
-            states = workload_states(series, seq.confidence, len(self.bound_looks), self.guard)
+            states = self._states(series)
             bounds = bounds_of(states)
             if bounds != "wide" or rounds >= self.last_round:
                 seq.stopped = {"within": KEEP, "slower": "guard"}.get(bounds, "budget")
