@@ -455,7 +455,7 @@ def test_last_block_merges_attempt_merges_short_rows_in_the_attention_program():
 # 10 ran on the H200 and wrote NaN there (3 merge slices of 512 elements, now and then: a race between the
 # warps of a merge program that the interpreter cannot show); 11 is 10 with the merge's wait fixed.
 SENTINEL_MERGE_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "tried" / "10_sentinel_merge.py"
-SENTINEL_CONFIRM_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "11_sentinel_confirm.py"
+SENTINEL_CONFIRM_ATTEMPT = REPO / "benchmarks" / "flagship" / SA / "tried" / "11_sentinel_confirm.py"
 SENTINEL_ATTEMPTS = [SENTINEL_MERGE_ATTEMPT, SENTINEL_CONFIRM_ATTEMPT]
 # Registers ptxas reports for sm_90a with triton 3.7.1 (the H200's triton 3.6.0: 187 and 185).
 SENTINEL_MAX_REGS = {"10_sentinel_merge": 224, "11_sentinel_confirm": 240}
