@@ -17,8 +17,8 @@ esac
 EOS
 chmod +x $W/bin/ncu; export PATH=$W/bin:$PATH
 sa=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
-timeout -k 5 540 python3 benchmarks/search_compare.py --targets $sa --max-time 160 --grace 35 \
-  --wall-limit 530 --profile ${sa}__beam --out $W/search > $W/search.log 2>&1
+timeout -k 5 400 python3 benchmarks/search_compare.py --targets $sa --max-time 110 --grace 30 \
+  --wall-limit 390 --profile ${sa}__beam --out $W/search > $W/search.log 2>&1
 echo "search rc=$? $(( $(date +%s) - t0 )) s" >> $W/times.txt
 tar czf $OUT/call3.tgz --exclude='kernels_*' --exclude='report_*' -C $W . 2>/dev/null
 cat $W/times.txt; ls $W/ncu_csv; tail -4 $W/search.log; sed -n '/^| target/,/^$/p' $W/search/search_compare.md | cut -c1-600
