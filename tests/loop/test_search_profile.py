@@ -3,9 +3,9 @@
 The path is the loop's own: a real experiment of the bundled DSA sparse-attention target (the CPU
 interpreter runs none of its workloads, so it is reverted unjudged), then loop/profile.after_verdict
 profiles the trunk's kernel through bench/ncu.py, with an `ncu` on PATH that prints a recorded CSV
-(tests/data/ncu/dsa_sparse_attention_details.csv: written by hand in the layout of `ncu --csv --page
-details`, with the two kernels the bundled kernel launches at num_tokens = 8; the repository holds no
-real ncu output of a DSA workload) and is read by bench/ncu.py's parser into the result note, as
+(tests/data/ncu/dsa_sparse_attention_details.csv: real `ncu --csv --page details` output from an H200,
+ncu 2025.3.1, of the bundled kernel's two launches at num_tokens = 1, num_pages = 8462, taken by
+benchmarks/results/session35_h200/call3.sh through the loop's own profile step) and is read by bench/ncu.py's parser into the result note, as
 loop/step.py stores it. The only stand-in on the GPU side is the note's backend, set to `local` for the
 profile step: on this CPU machine the kernel cannot run under ncu. The Claude side is the real SDK against
 the stand-in Messages API server (tests/fake_messages_server.py).
@@ -24,9 +24,9 @@ from fake_messages_server import FakeMessages, finish, tool_use
 
 DSA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
 CSV = DATA / "ncu" / "dsa_sparse_attention_details.csv"
-LINE = ("_sparse_attend: 18.62 us; SM 17%; DRAM 10% (472 GB/s); occupancy 6% achieved / 12% theoretical; "
-        "168 registers/thread; limiter: latency; ncu suggests LaunchConfiguration (est. 94%), AchievedOccupancy "
-        "(est. 50%)")
+LINE = ("_sparse_attend: 8.80 us; SM 1%; DRAM 0% (6 GB/s); occupancy 13% achieved / 12% theoretical; "
+        "190 registers/thread; limiter: latency; ncu suggests LaunchConfiguration (est. 88%), TheoreticalOccupancy "
+        "(est. 88%)")
 KEY = "sk-ant-test-profile-0123456789"
 
 
@@ -138,7 +138,7 @@ def test_a_research_plan_cites_the_dsa_profile_it_was_given(profiled, monkeypatc
     # autogk's own section: the figures the plan was written from, whatever the model quoted
     assert "## Profile the plan was written from" in note
     section = note.split("## Profile the plan was written from", 1)[1]
-    assert LINE in section and "_merge_splits: 3.46 us" in section
+    assert LINE in section and "_merge_splits: 7.01 us" in section
 
 
 def test_the_experiment_agent_reads_the_profile_through_its_tool(profiled, monkeypatch):
@@ -160,7 +160,7 @@ def test_the_experiment_agent_reads_the_profile_through_its_tool(profiled, monke
         prop = AnthropicAgent(ctx.config).propose(ctx)
     (tool,) = srv.tool_results(1)
     assert tool["is_error"] is False, tool["content"]
-    assert LINE in tool["content"] and "_merge_splits: 3.46 us" in tool["content"]
+    assert LINE in tool["content"] and "_merge_splits: 7.01 us" in tool["content"]
     assert prop.changed and "6% occupancy" in prop.hypothesis
 
 
