@@ -147,6 +147,9 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     else:
         bench = benchmark(target, backend, cand_src, parent_src, config, seed, progress=say)
         verdict = rule_for(bench).decide(bench, config)
+    if against and parent and against != parent:  # a tree node's child: the judge's "parent" is the trunk
+        verdict = dict(verdict, reason=f"{verdict['reason']}; its parent here is the trunk at {against[:10]}, which "
+                                       f"it was measured against (it branched from the search node {parent[:10]})")
     result = build_result(target=target_name, experiment=number, commit=sha, parent=parent, branch=branch,
                           hypothesis=meta["subject"], agent=agent or meta["trailers"].get("Autogk-Agent", "human"),
                           bench=bench, verdict=verdict, kernel_src=cand_src.get("kernel.py", ""),

@@ -148,6 +148,10 @@ def test_iterate_from_a_held_node_branches_there_and_is_judged_against_the_trunk
     assert "from #0001 (held)" in res.stderr, res.stderr
     note = notes_json(project, two["commit"])
     assert note["parent"] == one["commit"] and note["against"] == trunk
+    # The verdict's words say which kernel "its parent" was: the trunk, not the node it branched from.
+    assert (f"its parent here is the trunk at {trunk[:10]}, which it was measured against (it branched from the "
+            f"search node {one['commit'][:10]})") in note["verdict"]["reason"], note["verdict"]["reason"]
+    assert "its parent here" not in notes_json(project, one["commit"])["verdict"]["reason"]
     assert two["decision"] == "keep"
     assert git(project, "rev-parse", "main^2").strip() == two["commit"]
     assert git(project, "rev-parse", f"{two['commit']}^").strip() == one["commit"]
