@@ -54,13 +54,16 @@ def test_an_endless_reference_is_stopped_by_its_own_limit_not_the_backstop(monke
 
 
 def test_a_reference_out_of_the_timers_reach_is_killed_with_what_it_started(monkeypatch, tmp_path):
-    """It ignores the check's own alarm and starts a child: the backstop kills both at the limit."""
+    """It ignores the check's own alarm and starts a child: the backstop kills both at the limit.
+
+    It waits in sleeps, not a busy loop: out of the alarm's reach either way, and the ~25 s it waits
+    leave the CPU to the other tests (a busy loop burnt one core of the suite's two for all of it)."""
     monkeypatch.setattr(isolated, "STARTUP_S", 5)
     pid_file = tmp_path / "child.pid"
-    stuck = ("import signal, subprocess\ndef run(x, bias, scale):\n"
+    stuck = ("import signal, subprocess, time\ndef run(x, bias, scale):\n"
              "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
              f"    child = subprocess.Popen(['sleep', '600'])\n    open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-             "    while True:\n        pass\n")
+             "    while True:\n        time.sleep(0.5)\n")
     with pytest.raises(TargetError) as e:
         check_with(stuck, timeout_s=20)
     assert "the reference did not finish within 20 s on the smallest workload (n=" in e.value.message
