@@ -1,0 +1,105 @@
+"""Where the test suite's CPU goes: runs pytest with every Python process it starts logging its own CPU.
+
+    .venv/bin/python benchmarks/suite_cpu.py                 # the whole suite, as README command 2 runs it
+    .venv/bin/python benchmarks/suite_cpu.py --out benchmarks/results/suite_cpu.json -- tests/test_judge.py -o addopts=
+
+A `sitecustomize` on PYTHONPATH makes each Python process (judge, kernel processes, `autogk` commands,
+hooks, reference checks, pytest's workers) append one line at exit: its argv, its CPU seconds, the test
+that was running (pytest's PYTEST_CURRENT_TEST, inherited) and whether it imported torch, triton or
+mlflow. What it cannot see: processes ended by a signal (a kernel process the judge kills at the end of
+a job runs no exit handler) and non-Python processes (git, the SLURM daemons); the children's CPU that
+the kernel reports for pytest (waited children only) is printed beside it, and the gap is theirs.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+SITE = '''
+import atexit, json, os, resource, sys, time
+_T0 = time.time()
+def _autogk_cpu_log():
+    try:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        rec = {"argv": sys.argv[:4], "cpu": r.ru_utime + r.ru_stime, "wall": time.time() - _T0,
+               "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
+               "torch": "torch" in sys.modules, "triton": "triton" in sys.modules, "mlflow": "mlflow" in sys.modules}
+        with open(LOG, "a") as f:
+            f.write(json.dumps(rec) + "\\n")
+    except Exception:
+        pass
+atexit.register(_autogk_cpu_log)
+'''
+
+
+def kind(argv: list[str]) -> str:
+    """What a logged process was, from its argv."""
+    joined = " ".join(argv)
+    if argv and argv[0].endswith("autogk"):
+        return "autogk " + (argv[1] if len(argv) > 1 else "")
+    if "hook.py" in joined:
+        return "git hook"
+    if "autogk_judge.process" in joined:
+        return "judge job (and its forked kernel processes)"
+    if "refcheck" in joined or "refproof" in joined:
+        return "reference check"
+    if argv[:1] == ["-c"] and len(argv) == 1:
+        return "pytest worker"
+    if argv and argv[0].endswith("pytest/__main__.py"):
+        return "pytest"
+    return "other: " + joined[:70]
+
+
+def summarize(recs: list[dict]) -> dict:
+    by_file: dict[str, float] = collections.defaultdict(float)
+    by_kind: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
+    for r in recs:
+        by_file[r["test"].split("::")[0] or "(no test: pytest's own processes)"] += r["cpu"]
+        k = by_kind[kind(r["argv"])]
+        k[0] += 1
+        k[1] += r["cpu"]
+    top = lambda d: dict(sorted(d.items(), key=lambda kv: -(kv[1][1] if isinstance(kv[1], list) else kv[1])))
+    return {"processes": len(recs), "cpu_s": round(sum(r["cpu"] for r in recs), 1),
+            "imported": {m: [sum(1 for r in recs if r[m]), round(sum(r["cpu"] for r in recs if r[m]), 1)]
+                         for m in ("torch", "triton", "mlflow")},
+            "by_file": {f: round(c, 1) for f, c in top(by_file).items()},
+            "by_kind": {k: [n, round(c, 1)] for k, (n, c) in top(by_kind).items()}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("pytest_args", nargs="*", help="what pytest runs (default: the whole suite)")
+    ap.add_argument("--out", type=Path, help="write the summary as JSON here too")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="autogk-suite-cpu-") as tmp:
+        log = Path(tmp) / "log.jsonl"
+        (Path(tmp) / "sitecustomize.py").write_text(f"LOG = {str(log)!r}\n" + SITE)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tmp, os.environ.get("PYTHONPATH")]))}
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.pytest_args],
+                              cwd=REPO, env=env)
+        wall = time.monotonic() - t0
+        recs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    summary = {"wall_s": round(wall, 1), "pytest_rc": proc.returncode, "cores": os.cpu_count(),
+               "waited_children_cpu_s": round(children.ru_utime + children.ru_stime, 1), **summarize(recs)}
+    text = json.dumps(summary, indent=1)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
