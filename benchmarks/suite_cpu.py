@@ -1,6 +1,6 @@
 """Where the test suite's CPU goes: runs pytest with every Python process it starts logging its own CPU.
 
-    .venv/bin/python benchmarks/suite_cpu.py                 # the whole suite, as README command 2 runs it
+    .venv/bin/python benchmarks/suite_cpu.py                 # the whole suite, as .ci/run runs it
     .venv/bin/python benchmarks/suite_cpu.py --out benchmarks/results/suite_cpu.json -- tests/test_judge.py -o addopts=
 
 A `sitecustomize` on PYTHONPATH makes each Python process (judge, kernel processes, `autogk` commands,
@@ -26,12 +26,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 SITE = '''
-import atexit, json, os, resource, sys, time
-_T0 = time.time()
+import atexit, json, os, resource, sys
 def _autogk_cpu_log():
     try:
         r = resource.getrusage(resource.RUSAGE_SELF)
-        rec = {"argv": sys.argv[:4], "cpu": r.ru_utime + r.ru_stime, "wall": time.time() - _T0,
+        rec = {"argv": sys.argv[:4], "cpu": r.ru_utime + r.ru_stime,
                "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                "torch": "torch" in sys.modules, "triton": "triton" in sys.modules, "mlflow": "mlflow" in sys.modules}
         with open(LOG, "a") as f:
@@ -68,12 +67,11 @@ def summarize(recs: list[dict]) -> dict:
         k = by_kind[kind(r["argv"])]
         k[0] += 1
         k[1] += r["cpu"]
-    top = lambda d: dict(sorted(d.items(), key=lambda kv: -(kv[1][1] if isinstance(kv[1], list) else kv[1])))
     return {"processes": len(recs), "cpu_s": round(sum(r["cpu"] for r in recs), 1),
             "imported": {m: [sum(1 for r in recs if r[m]), round(sum(r["cpu"] for r in recs if r[m]), 1)]
                          for m in ("torch", "triton", "mlflow")},
-            "by_file": {f: round(c, 1) for f, c in top(by_file).items()},
-            "by_kind": {k: [n, round(c, 1)] for k, (n, c) in top(by_kind).items()}}
+            "by_file": {f: round(c, 1) for f, c in sorted(by_file.items(), key=lambda fc: -fc[1])},
+            "by_kind": {k: [n, round(c, 1)] for k, (n, c) in sorted(by_kind.items(), key=lambda kv: -kv[1][1])}}
 
 
 def main() -> int:
