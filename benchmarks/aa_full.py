@@ -1,6 +1,6 @@
 """A/A on a CUDA GPU with the loop's own judging: a kernel against itself, every workload, the verdict rule.
 
-    python benchmarks/aa_full.py --out DIR [--target rmsnorm_h4096] [--budget-s 480] [--procs 3] [--gpus 0,1]
+    python benchmarks/aa_full.py --out DIR [--target rmsnorm_h4096] [--budget-s 480] [--procs 1] [--gpus 0,1]
     python benchmarks/aa_full.py --out DIR --slower 0.0309 ...   # power: the kernel against a copy 3.09 % slower
     python benchmarks/aa_full.py --summarize DIR            # the table, from the JSONL files a run left
 
@@ -11,8 +11,11 @@ verdict rule (`loop.verdict.PairedRatioRule`: the objective's interval and the p
 with the project's default configuration. A "keep" here is a false keep; a "guard" or "regression"
 revert is a false regression (harmless for the trunk, but wasted work).
 
-`--procs` comparisons run at once per GPU, each in its own process with its own GPU lock folder
-(the local backend otherwise queues them): several jobs share one GPU, as parallel experiments would.
+`--procs` comparisons run at once per GPU (default 1, as the loop runs them: its local backend queues
+jobs per GPU), each in its own process with its own GPU lock folder. More than one at a time is a test
+of a shared GPU, not an A/A of the loop: the judge's clock times the GPU timeline, sees the other jobs'
+kernels in a candidate's windows and reverts honest candidates as TAMPERED (60 of 126 at six at once on
+an H200, 2026-12-03: RESULTS.md).
 Every comparison is appended to DIR/aa_<gpu>_<k>.jsonl when it ends, so a run stopped by its budget
 keeps what it made. Needs torch, triton and a CUDA GPU; MLflow is not used.
 
@@ -205,7 +208,7 @@ def main() -> int:
     ap.add_argument("--out", help="folder for the JSONL files and the summary")
     ap.add_argument("--target", default="rmsnorm_h4096")
     ap.add_argument("--budget-s", type=float, default=480.0, help="stop starting comparisons after this")
-    ap.add_argument("--procs", type=int, default=3, help="comparisons at once per GPU")
+    ap.add_argument("--procs", type=int, default=1, help="comparisons at once per GPU (more than 1: a shared GPU)")
     ap.add_argument("--gpus", default="0", help="CUDA indices, e.g. 0,1")
     ap.add_argument("--slower", type=float, default=0.0,
                     help="power: the parent is the kernel made this much slower (0.0309: the candidate at -3 %%)")
