@@ -16,7 +16,7 @@ timeout -k 5 230 python3 benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 10 --m
 echo "rms rc=$? $(( $(date +%s) - t0 )) s" >> $W/times.txt
 grep -E "^\| [0-9]+ \||median|agreement|geomean" $W/rms/loop_*.md > $W/rms_summary.txt 2>/dev/null
 rm -rf $W/rms/report_*
-left=$(( 455 - ($(date +%s) - t0) ))
+left=$(( 430 - ($(date +%s) - t0) ))
 if [ $left -gt 60 ]; then
   AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 $(( left + 40 )) python3 benchmarks/aa_full.py \
     --out $W/aa --gpus 0 --procs 1 --budget-s $left --backend local > $W/aa.log 2>&1
