@@ -1,6 +1,6 @@
 """The stages of one experiment's benchmark: quick (correctness gate), stride (timed screen), ab or full.
 
-Each stage is one job on the backend. A stage that finds the candidate incorrect ends the run: no
+Each stage is one job on the backend, but for the untimed quick and full, which share one. A stage that finds the candidate incorrect ends the run: no
 time is spent timing a wrong kernel. Timed against a parent (objective not `contest`), the whole
 benchmark is the ab job alone, which screens the candidate on the quick workloads itself first. The subsets (quick, stride) only screen; what a verdict rests on
 covers every workload the backend can run: the ab stage checks and times all of them against the
@@ -43,15 +43,35 @@ def summarize(workloads: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, str]],
               workloads: list[dict[str, Any]], config, seed: int,
               progress: Progress | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return run_stages(backend, target, {stage: workloads}, sources, config, seed, progress, extra)[stage]
+
+
+def run_stages(backend, target: Target, parts: dict[str, list[dict[str, Any]]], sources: dict[str, dict[str, str]],
+               config, seed: int, progress: Progress | None = None,
+               extra: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """One job over the workloads of every part (stage name -> its workloads, in order), split back into
+    one record per part. Several parts: the untimed quick gate and full check as one job, the judge
+    checking the first part's workloads first (the job's `screen`) and marking the rest NOT_RUN when one
+    of them fails; a part whose workloads were all NOT_RUN that way gets no record, as a stage never run.
+    The first part's record carries the job's figures (attempts, GPU seconds); each names where it ran
+    (the GPU, the SLURM job)."""
     t0 = time.time()
-    job = make_job(target, stage, sources, workloads, {**settings_for(config), **(extra or {})}, seed)
+    names = list(parts)
+    workloads = [w for wls in parts.values() for w in wls]
+    part_of = {w["uuid"]: name for name, wls in parts.items() for w in wls}
+    settings = {**settings_for(config), **(extra or {})}
+    if len(parts) > 1:
+        settings["screen"] = [w["uuid"] for w in parts[names[0]]]
+    job = make_job(target, names[0], sources, workloads, settings, seed)
     on_progress = None
+    ended: dict[str, float] = {}  # part -> when its last workload ended
     if progress is not None:
-        total = len(workloads) * len(sources)
-        done = [0]
+        total = {name: len(wls) * len(sources) for name, wls in parts.items()}
+        done = dict.fromkeys(names, 0)
         axes = {w["uuid"]: w.get("axes") or {} for w in target.workloads}
 
         def on_progress(label: str, uuid: str, status: str, elapsed_s: float) -> None:
+            stage = part_of.get(uuid, names[0])
             name = workload_label(uuid, axes)
             if status.startswith("checked:"):  # a timed job's check, before its rounds
                 progress(f"  {stage}: {label} checked on {name}: {status.split(':', 1)[1]} ({elapsed_s:.1f} s)")
@@ -59,17 +79,32 @@ def run_stage(backend, target: Target, stage: str, sources: dict[str, dict[str, 
             if label in ("round", "queue"):  # a timed job's round; a queued job's state (slurm)
                 progress(f"  {stage}: {status} ({elapsed_s:.1f} s)")
                 return
-            done[0] += 1
-            progress(f"  {stage} {done[0]}/{total}: {label} on {name}: {status} ({elapsed_s:.1f} s)")
+            if status == Status.NOT_RUN.value:  # after a failed screen: said once, by the verdict
+                return
+            if stage != names[0] and not done[stage]:
+                progress(f"{stage}: the other {len(parts[stage])} runnable workload(s) on {backend.name}")
+            done[stage] += 1
+            ended[stage] = time.time()
+            progress(f"  {stage} {done[stage]}/{total[stage]}: {label} on {name}: {status} ({elapsed_s:.1f} s)")
     out = backend.run(job, config.bench.timeout_s, on_progress=on_progress)
-    stage_res = {"workloads": {label: w for label, w in out["labels"].items()},
-                 "environment": out["environment"], "attempts": out["attempts"],
-                 "elapsed_s": round(time.time() - t0, 3)}
-    for key in ("timing", "ab", "gpu_s", "gpu", "slurm"):
-        if key in out:
-            stage_res[key] = out[key]
-    stage_res["summary"] = {label: summarize(w) for label, w in out["labels"].items()}
-    return stage_res
+    t_end = time.time()
+    res: dict[str, dict[str, Any]] = {}
+    start = t0
+    for i, name in enumerate(names):
+        mine = {u for u, p in part_of.items() if p == name}
+        labels = {label: {u: r for u, r in w.items() if u in mine} for label, w in out["labels"].items()}
+        if i and all(r.get("status") == Status.NOT_RUN.value for w in labels.values() for r in w.values()):
+            continue  # never reached: the screen failed
+        stop = t_end if i == len(names) - 1 or name not in ended else max(ended[name], start)
+        stage_res = {"workloads": labels, "environment": out["environment"],
+                     "attempts": out["attempts"] if i == 0 else 0, "elapsed_s": round(stop - start, 3)}
+        start = stop
+        for key in ("timing", "ab", "gpu_s", "gpu", "slurm"):
+            if key in out and (i == 0 or key in ("gpu", "slurm")):  # where it ran: every part; figures: once
+                stage_res[key] = out[key]
+        stage_res["summary"] = {label: summarize(w) for label, w in labels.items()}
+        res[name] = stage_res
+    return res
 
 
 def benchmark(target: Target, backend, candidate: Sources, parent: Sources | None,
@@ -84,7 +119,8 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
       ab      (timed, with a parent) parent and candidate checked and timed, paired, on EVERY runnable
               workload; without contest it is the only job: it runs the quick gate itself first, and
               checks the parent (judged in full when it was kept) on one input set;
-      full    (otherwise) correctness on every runnable workload the stages above did not check.
+      full    (otherwise) correctness on every runnable workload the stages above did not check;
+              untimed, in the quick gate's own job (run_stages), reached only when the gate passed.
 
     The caller hands both kernels' sources: bench never reads git (the loop resolves them).
     """
@@ -108,10 +144,19 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
     # only those of its own subset (judge/stress.py).
     listed = {"listed_axes": listed_axes(definition, usable)}
     one_job = bool(backend.timing and parent and not contest)
-    plan = [] if one_job else [("quick", quick)]
+    correct = True
+    if not backend.timing:
+        # Untimed: the quick gate and the full check are ONE job (one judge, one kernel process, one import
+        # of torch and of the kernel, instead of two); the judge stops at the quick workloads when one fails.
+        qids = {w["uuid"] for w in quick}
+        rest = [w for w in usable if w["uuid"] not in qids]
+        progress(f"quick: {len(quick)} workload(s) on {backend.name}")
+        parts = {"quick": quick, **({"full": rest} if rest else {})}
+        stages.update(run_stages(backend, target, parts, cand, config, seed, progress, listed))
+        correct = all(st["summary"]["candidate"]["correct"] for st in stages.values())
+    plan = [] if one_job or not backend.timing else [("quick", quick)]
     if backend.timing and not one_job:
         plan.append(("stride", list(usable) if contest else stride_subset(usable, config.bench.stride)))
-    correct = True
     for name, wls in plan:
         progress(f"{name}: {len(wls)} workload(s) on {backend.name}")
         stages[name] = run_stage(backend, target, name, cand, wls, config, seed, progress, listed)
@@ -125,7 +170,7 @@ def benchmark(target: Target, backend, candidate: Sources, parent: Sources | Non
                  + (f", the candidate screened on {len(quick)} first" if one_job else ""))
         stages["ab"] = run_stage(backend, target, "ab", sources, usable, config, seed, progress, extra)
         correct = stages["ab"]["summary"]["candidate"]["correct"]
-    elif correct:
+    elif correct and backend.timing:
         seen = _checked(stages)
         rest = [w for w in usable if w["uuid"] not in seen]
         if rest:

@@ -75,31 +75,49 @@ def _driver_version() -> str:
 
 
 def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only,
-                 emit, refs: SharedRefs | None = None) -> tuple[dict, bool]:
-    """An ab job's cheap gate: the candidate alone on the `screen` workloads (the smallest and the
+                 emit, refs: SharedRefs | None = None, timed: bool = True) -> tuple[dict, bool]:
+    """A job's cheap gate: the candidate alone on the `screen` workloads (the smallest and the
     largest) before anything else runs. Returns (their records, failed). When one failed, every
-    other record is NOT_RUN, all are emitted with the (empty) timing summary, and the job is over."""
+    other record is NOT_RUN, all are emitted (a timed job's with its empty timing summary), and the
+    job is over. Untimed (the quick gate and the full check in one job), a screen record is final and
+    emitted as it is made."""
     screen = set(job.get("settings", {}).get("screen") or ())
     keys = {f"candidate:{u}" for u in screen if only is None or f"candidate:{u}" in only}
     if not keys:
         return {}, False
-    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=False, refs=refs)
+    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=not timed, refs=refs)
     failed = [(k, r) for k, r in recs.items() if r.get("status") != Status.PASSED]
     if not failed:
         return recs, False
+    seen = set(recs)
+    if not timed:
+        recs = {}  # emitted already
     k0, r0 = failed[0]
     why = f"not run: the candidate failed the screen on workload {k0.split(':', 1)[1][:8]} ({r0.get('status')})"
     for label in kernels:
         for wl in job["workloads"]:
             k = f"{label}:{wl['uuid']}"
-            if k not in recs and (only is None or k in only):
+            if k not in seen and (only is None or k in only):
                 recs[k] = {"event": "done", "label": label, "uuid": wl["uuid"], "status": Status.NOT_RUN,
                            "message": why}
     for rec in recs.values():
         emit(**rec)
-    emit(event="ab", baseline="parent", workloads=[], timing_s=0.0, bandwidth_gbs=None, rounds=0,
-         stopped="screen failed", outcome="inconclusive")
+    if timed:
+        emit(event="ab", baseline="parent", workloads=[], timing_s=0.0, bandwidth_gbs=None, rounds=0,
+             stopped="screen failed", outcome="inconclusive")
     return recs, True
+
+
+def check_screened(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit) -> None:
+    """An untimed job: the `screen` workloads first, when it has one; the rest only when they passed."""
+    screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, timed=False)
+    if failed:
+        return
+    rest = only
+    if screened:
+        everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
+        rest = (everything if only is None else set(only)) - set(screened)
+    check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=True)
 
 
 def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, only, emit) -> None:
@@ -313,7 +331,7 @@ def main(argv: list[str]) -> int:
         if job.get("settings", {}).get("timed") and job.get("stage") in ("stride", "ab"):
             run_timed(job, kernels, inputs, reference, device, only, emit)
         else:
-            check_all(kernels, job, inputs, reference, device, only, emit, emit_done=True)
+            check_screened(kernels, job, inputs, reference, device, only, emit)
         for k in remote.values():
             # Killed, not asked to exit: a graceful exit (the CUDA context's teardown) cost ~0.75 s a
             # process on the H200. Asked only when profiling, so the process writes its profile.
