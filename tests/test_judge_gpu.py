@@ -122,3 +122,27 @@ def test_a_name_added_to_the_device_timer_is_tampered():
     out = run("ab", {"parent": src("torch_honest"), "candidate": src("adds_getattribute")}, [BIG])
     r = out["labels"]["candidate"][BIG["uuid"]]
     assert r["status"] == Status.TAMPERED and "Timer:names" in r["message"], r
+
+
+def test_a_process_outside_the_job_busy_on_the_gpu_is_named_in_the_clocks_failure():
+    # Six jobs on one H200 made 60 of 126 honest candidates TAMPERED (2026-12-03): the judge's clock counts
+    # whatever runs on the GPU. The status may stay; the message must name who else was there.
+    import subprocess
+    import sys
+    busy = ("import torch, time\n"
+            "a = torch.randn(8192, 8192, device='cuda'); end = time.time() + 120\n"
+            "while time.time() < end:\n    a @ a; torch.cuda.synchronize()\n")
+    stranger = subprocess.Popen([sys.executable, "-c", busy])
+    try:
+        out = run("ab", {"parent": src("honest"), "candidate": src("honest")}, [SMALL, BIG], min_rounds=3,
+                  max_rounds=6)
+    finally:
+        stranger.kill()
+        stranger.wait()
+    recs = list(out["labels"]["candidate"].values()) + list(out["labels"]["parent"].values())
+    failed = [r for r in recs if r["status"] in (Status.TAMPERED, Status.HARNESS_ERROR)
+              and ("judge's own clock" in r["message"] or "busy with another process" in r["message"])]
+    if not failed:
+        pytest.skip(f"the stranger's work did not reach the judge's clock: {[r['status'] for r in recs]}")
+    for r in failed:
+        assert f"pid {stranger.pid} (" in r["message"] and "neither the judge nor its kernels" in r["message"], r

@@ -7,6 +7,7 @@ of autogk outside this folder. Its rooms:
     rounds.py          the paired timing rounds, and the check of what the timed calls wrote
     witness.py         the judge's own clock around each timed window (the figure that decides)
     clock.py           that clock read: per-call figures of a pair, and when they condemn a label
+    tenants.py         who else runs on the GPU (NVML), named in a failure the judge's clock made
     inputs.py          fresh inputs, the reference's outputs, the bytes a workload must move
     kernels.py         the kernel processes seen from the judge: start, requests, limits, ending
     kernel_process.py  a kernel's own process: imports the kernel, answers the judge's requests

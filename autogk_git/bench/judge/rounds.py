@@ -30,6 +30,7 @@ from .inputs import (
 )
 from .kernels import LIMITS, RemoteKernel, arm
 from .status import Status
+from .tenants import name_strangers
 from .witness import Early, blank_like
 
 PHASES: dict[str, float] = {}
@@ -208,6 +209,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
                         "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
     failures: dict[str, tuple[str, KernelFailure]] = {}
+    clocked: set[str] = set()  # workloads the judge's clock condemned (tenants.name_strangers)
     tried: dict[str, set] = {}
     longest: dict[str, float] = {}  # per workload: the longest witnessed request, gate to reply (seconds)
     verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
@@ -317,6 +319,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             bad = interference_failure(fig[u], base.label, cand.label)
             if bad is not None:
                 failures[u] = (cand.label, bad)
+                clocked.add(u)
                 continue
             fig[u]["log_ratio"].append(lr)
             round_logs.append(lr)
@@ -337,4 +340,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         bad = clock_failure(f, device) if u not in failures else None
         if bad is not None:
             failures[u] = (cand.label, bad)
+            clocked.add(u)
+    if device.startswith("cuda"):  # a shared GPU reads as the candidate's doing: name who else is there
+        name_strangers(failures, clocked, [k.fn.proc.pid for k in (base, cand)
+                                           if isinstance(k.fn, RemoteKernel) and k.fn.proc is not None])
     return fig, failures, timers["main"].bandwidth()
