@@ -108,15 +108,20 @@ def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: st
     return recs, True
 
 
+def unscreened(kernels: dict, job: dict, only, screened: dict):
+    """What a job checks after its screen: `only` (None: everything) less the screened keys."""
+    if not screened:
+        return only
+    everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
+    return (everything if only is None else set(only)) - set(screened)
+
+
 def check_screened(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit) -> None:
     """An untimed job: the `screen` workloads first, when it has one; the rest only when they passed."""
     screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, timed=False)
     if failed:
         return
-    rest = only
-    if screened:
-        everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
-        rest = (everything if only is None else set(only)) - set(screened)
+    rest = unscreened(kernels, job, only, screened)
     check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=True)
 
 
@@ -133,10 +138,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, refs)
         if failed:
             return
-    rest = only
-    if screened:
-        everything = {f"{label}:{wl['uuid']}" for label in kernels for wl in job["workloads"]}
-        rest = (everything if only is None else set(only)) - set(screened)
+    rest = unscreened(kernels, job, only, screened)
     recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False,
                                     refs=refs)}
     del refs
