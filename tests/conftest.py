@@ -179,7 +179,7 @@ def without_store(root: Path) -> None:
 @pytest.fixture(scope="session")
 def small_template_project(template_project, tmp_path_factory):
     """template_project with two of its workloads (n=50 and n=1000), both in the quick stage: one judge job
-    per experiment instead of two (quick, then full). For tests whose subject is not the workloads."""
+    per experiment, and no full stage after the quick gate. For tests whose subject is not the workloads."""
     return built_once(tmp_path_factory, "template-small", lambda f: _build_small(template_project, f)) / "proj"
 
 
