@@ -1,6 +1,7 @@
 """The stages of one experiment's benchmark: quick (correctness gate), stride (timed screen), ab or full.
 
-Each stage is one job on the backend, but for the untimed quick and full, which share one. A stage that finds the candidate incorrect ends the run: no
+Each stage is one job on the backend, but for the untimed quick and full, which share one (and so
+share one `[bench] timeout_s`). A stage that finds the candidate incorrect ends the run: no
 time is spent timing a wrong kernel. Timed against a parent (objective not `contest`), the whole
 benchmark is the ab job alone, which screens the candidate on the quick workloads itself first. The subsets (quick, stride) only screen; what a verdict rests on
 covers every workload the backend can run: the ab stage checks and times all of them against the

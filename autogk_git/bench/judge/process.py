@@ -89,19 +89,14 @@ def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: st
     failed = [(k, r) for k, r in recs.items() if r.get("status") != Status.PASSED]
     if not failed:
         return recs, False
-    seen = set(recs)
-    if not timed:
-        recs = {}  # emitted already
     k0, r0 = failed[0]
     why = f"not run: the candidate failed the screen on workload {k0.split(':', 1)[1][:8]} ({r0.get('status')})"
-    for label in kernels:
-        for wl in job["workloads"]:
-            k = f"{label}:{wl['uuid']}"
-            if k not in seen and (only is None or k in only):
-                recs[k] = {"event": "done", "label": label, "uuid": wl["uuid"], "status": Status.NOT_RUN,
-                           "message": why}
-    for rec in recs.values():
+    not_run = {k: {"event": "done", "label": label, "uuid": wl["uuid"], "status": Status.NOT_RUN, "message": why}
+               for label in kernels for wl in job["workloads"]
+               if (k := f"{label}:{wl['uuid']}") not in recs and (only is None or k in only)}
+    for rec in [*(recs.values() if timed else ()), *not_run.values()]:  # untimed: the screen's, emitted already
         emit(**rec)
+    recs.update(not_run)
     if timed:
         emit(event="ab", baseline="parent", workloads=[], timing_s=0.0, bandwidth_gbs=None, rounds=0,
              stopped="screen failed", outcome="inconclusive")
