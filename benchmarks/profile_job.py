@@ -67,6 +67,11 @@ def profile_target(target: str, out: Path, runs: int, top: int) -> str:
         lines.append(f"run {r + 1}: wall {wall:.1f} s, correct {res.get('correct')}, stages {json.dumps(stage_s)}, "
                      f"timing_s {ab.get('timing_s')}, rounds {ab.get('rounds')}, phases {json.dumps(ab.get('phases'))}")
         print(lines[-1], flush=True)
+        ab_stage = next(iter(res.get("stages", {}).values()), {})  # the job's figures ride on its first part
+        lines.append(f"  job side (s): {json.dumps(ab_stage.get('spent_s'))}; kernel processes' starts (s): "
+                     + "; ".join(f"{k.get('label')} waited {k.get('wait_s')} {json.dumps(k.get('steps'))}"
+                                 for k in ab_stage.get("kernel_starts") or []))
+        print(lines[-1], flush=True)
     for f in sorted(prof_dir.glob("*.prof")):
         buf = io.StringIO()
         st = pstats.Stats(str(f), stream=buf)

@@ -71,6 +71,14 @@ def test_cheats_in_one_job_each_get_a_status_that_says_why_and_nothing_is_left_b
         assert {r["status"] for r in rs} == {Status.COMPILE_ERROR}, name
         assert "died while importing" in rs[0]["message"] and why in rs[0]["message"], rs[0]["message"]
 
+    # Where the job's time went: on the runner's side, and in each kernel process's start, step by step
+    # (for the loop's speed; the processes that died while importing never reached "ready").
+    assert set(out["spent_s"]) == {"launch", "judge", "end"} and all(v >= 0 for v in out["spent_s"].values())
+    started = {s["label"]: s for s in out["kernel_starts"]}
+    assert {"honest", "returns_result", "forges_progress", "sabotages_inputs"} <= set(started), started
+    assert {"torch", "sandbox", "kernel_import"} <= set(started["honest"]["steps"]), started["honest"]
+    assert started["honest"]["wait_s"] >= started["honest"]["steps"]["kernel_import"] >= 0
+
     # One progress call per (label, workload), with its status.
     assert sorted((lab, u) for lab, u, _, _ in seen) == sorted((lab, w["uuid"]) for lab in names for w in WLS[:2])
     assert all(isinstance(el, float) and el >= 0 for *_, el in seen)

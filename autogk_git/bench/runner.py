@@ -145,6 +145,9 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     records: list[dict[str, Any]] = []
     summaries: dict[str, dict[str, Any]] = {}
     environment: dict[str, Any] = {}
+    starts: list[dict[str, Any]] = []  # each kernel process's start, step by step (its own figures)
+    # Where the job's wall time went on this side: before the judge's first line, the judge's life, after.
+    spent = {"launch": 0.0, "judge": 0.0, "end": 0.0}
     t_start = time.monotonic()
     deadline = t_start + timeout_s
     attempts = 0
@@ -166,6 +169,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             out.mkdir()
             _write_judge(d, extra_files)
             key = secrets.token_hex(32)
+            t_launch = time.monotonic()
             cmd = launch.command("process", [str(out), "--only", ",".join(pending),
                                              "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}",
                                              "--job-limit", f"{timeout_s:.1f}", "--kernel-start", forks.how(job)],
@@ -196,6 +200,8 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     environment = rec["environment"]
                 elif ev == "child":
                     children.append(int(rec["pid"]))
+                elif ev == "kernel_start":
+                    starts.append({k2: v for k2, v in rec.items() if k2 != "event"})
                 elif ev == "start":
                     inflight[f"{rec['label']}:{rec['uuid']}"] = began[f"{rec['label']}:{rec['uuid']}"] = time.monotonic()
                 elif ev == "at":  # timing rounds moved on to this kernel and workload: one at a time
@@ -222,10 +228,12 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 elif ev != "end":
                     records.append(rec)
 
+            first_line: float | None = None
             try:
                 while True:
                     rc = proc.poll()
                     for rec in reader.new():
+                        first_line = first_line or time.monotonic()
                         handle(rec)
                     if rc is not None:
                         break
@@ -238,9 +246,14 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                         break
                     time.sleep(POLL_S)
             finally:
+                t_exit = time.monotonic()
                 _end(proc, children, tag)
             for rec in reader.new():
                 handle(rec)
+            first_line = first_line or t_exit
+            spent["launch"] += first_line - t_launch
+            spent["judge"] += t_exit - first_line
+            spent["end"] += time.monotonic() - t_exit
             forged += reader.forged
             try:
                 stderr_tail = errf.read_text(errors="replace")[-3000:]
@@ -279,5 +292,6 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
         records.append({"event": "forged_progress", "lines": forged,
                         "message": f"{forged} progress line(s) failed their HMAC and were ignored"})
     out = {"labels": labels, "environment": environment, "attempts": attempts, "records": records,
-           "stderr_tail": stderr_tail if attempts > 1 else "", **summaries}
+           "stderr_tail": stderr_tail if attempts > 1 else "", "kernel_starts": starts,
+           "spent_s": {k: round(v, 3) for k, v in spent.items()}, **summaries}
     return hygiene.redact(out, hide)

@@ -100,7 +100,7 @@ def run_stages(backend, target: Target, parts: dict[str, list[dict[str, Any]]], 
         stage_res = {"workloads": labels, "environment": out["environment"],
                      "attempts": out["attempts"] if i == 0 else 0, "elapsed_s": round(stop - start, 3)}
         start = stop
-        for key in ("timing", "ab", "gpu_s", "gpu", "slurm"):
+        for key in ("timing", "ab", "gpu_s", "gpu", "slurm", "spent_s", "kernel_starts"):
             if key in out and (i == 0 or key in ("gpu", "slurm")):  # where it ran: every part; figures: once
                 stage_res[key] = out[key]
         stage_res["summary"] = {label: summarize(w) for label, w in labels.items()}

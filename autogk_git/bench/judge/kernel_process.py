@@ -32,6 +32,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from pathlib import Path
 
 from . import calls, hygiene, sandbox
@@ -103,6 +104,14 @@ def main(argv: list[str]) -> int:
     if mem > 0 and not device.startswith("cuda"):
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     from multiprocessing.connection import Connection
+    steps: dict[str, float] = {}  # this process's start, step by step: sent with "ready" (the job's record)
+    t = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        steps[name] = round(now - t, 3)
+        t = now
 
     import torch
     import torch.multiprocessing as tmp
@@ -110,13 +119,16 @@ def main(argv: list[str]) -> int:
     timing = None
     if device.startswith("cuda"):
         from . import timer as timing
+    step("torch")
     if timing is not None and warm_profiler:
         calls.warm_profiler()  # its first start costs seconds: pay it now, beside the other label's process
+        step("profiler")
     if timing is not None and timer_method:
         try:
             calls.device_timer(timer_method)  # made, and sealed, before the kernel's code runs
         except Exception:  # noqa: BLE001 - a timer that cannot be made says so in the time request
             pass
+        step("timer")
     seal = seal_process(sys.modules[__name__], timing)
     marks, n_marks = seal.marks, len(seal.marks)  # held here too: a kernel that empties the seal is caught
 
@@ -134,10 +146,12 @@ def main(argv: list[str]) -> int:
     if device.startswith("cuda"):  # CUDA's own start-up, before the sandbox: on the H200 a context made
         torch.zeros(1, device=device)  # inside it failed ("invalid argument to exchangeDevice")
         torch.cuda.synchronize()
+        step("cuda")
     # From here on the process reads only libraries, its own folder, /dev, /proc and /sys, and writes
     # only its folder, caches and /dev: the job, the judge's record and the repository are out of reach.
     confined = sandbox.restrict(*sandbox.kernel_paths(kdir)) if os.environ.get("AUTOGK_SANDBOX", "1") != "0" \
         else "none: AUTOGK_SANDBOX=0"
+    step("sandbox")
     try:
         mod = calls.load_module(alias, kdir, "kernel.py")
         run = getattr(mod, "run", None)
@@ -151,7 +165,8 @@ def main(argv: list[str]) -> int:
     except BaseException as e:  # noqa: BLE001 - any import failure is the kernel's
         conn.send(("load_error", Status.COMPILE_ERROR, calls.short_tb(e)))
         return 0
-    conn.send(("ready", confined))
+    step("kernel_import")
+    conn.send(("ready", confined, steps))
     # The caller's stream for correctness calls: one of torch's pool streams, not the legacy default
     # stream, which orders itself after every blocking stream (torch's pool streams are blocking) and
     # so waited for work the kernel left on a side stream (H200, torch 2.11: benchmarks/stream_diag.py).

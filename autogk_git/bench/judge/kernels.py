@@ -91,6 +91,7 @@ class RemoteKernel:
         self.load_error: tuple[Status, str] | None = None
         self.deadline = math.inf
         self.starts = 0
+        self.started = time.monotonic()
         _CHILDREN.append(self)
 
     # -- process life ------------------------------------------------------------------------------
@@ -114,6 +115,7 @@ class RemoteKernel:
         b.close()
         self.conn = Connection(a.detach())
         self.starts += 1
+        self.started = time.monotonic()
         self.emit(event="child", label=self.label, pid=self.proc.pid)
 
     def ready(self) -> tuple[Status, str] | None:
@@ -129,6 +131,9 @@ class RemoteKernel:
             self.stop()
             return (Status(reply[1]), reply[2])
         self.sandbox = reply[1] if len(reply) > 1 else ""
+        if len(reply) > 2 and isinstance(reply[2], dict):  # its start, step by step (as it says: a figure only)
+            self.emit(event="kernel_start", label=self.label, steps=reply[2],
+                      wait_s=round(time.monotonic() - self.started, 3))
         return None
 
     def ensure(self) -> None:

@@ -17,6 +17,7 @@ happened in and restart the judge on what is left.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -64,7 +65,8 @@ def environment(device: str) -> dict:
     return env
 
 
-def _driver_version() -> str:
+@functools.lru_cache(maxsize=1)
+def _driver_version() -> str:  # asked once a job: the environment record is written twice (before, after the starts)
     try:
         import subprocess
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
