@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any, Callable
 
 from autogk_git.bench.judge import forks, hygiene, launch
 from autogk_git.bench.judge.status import Status
+from autogk_git.env import CUDA_VISIBLE_DEVICES
 from autogk_git.errors import BenchError
 
 JUDGE = Path(__file__).resolve().parent / "judge"
@@ -109,6 +111,71 @@ def _write_judge(d: Path, extra_files: dict[str, Path] | None) -> None:
         (pkg / name).write_text(src.read_text())
 
 
+# What a judge template's imports may read of its environment (the rest, HOME, TMPDIR, the git and
+# autogk variables, is read where it is used, from the forked judge's own environment): a template is
+# reused only by jobs whose values of these match its own.
+IMPORT_VARS = ("PATH", "PYTHON", "LD_", "TORCH", "TRITON", "CUDA", "NVIDIA", "OMP_", "MKL_", "KMP_", "OPENBLAS",
+               "LANG", "LC_")
+_TEMPLATES: dict[tuple, forks.Template] = {}
+
+
+def _template_key(judge_env: dict[str, str]) -> tuple:
+    """One template per thread (its jobs one at a time: the template's tag then names only the running
+    job's processes) and per environment its imports read."""
+    import threading
+    seen = tuple(sorted((k, v) for k, v in judge_env.items()
+                        if k.startswith(IMPORT_VARS) and k != CUDA_VISIBLE_DEVICES))
+    return (os.getpid(), threading.get_ident(), sys.executable, seen)
+
+
+def _template(judge_env: dict[str, str], d: Path) -> forks.Template | None:
+    """This thread's judge template for judge_env, started from the judge's package as written in `d`
+    when there is none (None: it could not start; the judge then starts afresh)."""
+    key = _template_key(judge_env)
+    tpl = _TEMPLATES.get(key)
+    if tpl is not None and not tpl.gone and tpl.proc.poll() is None:
+        return tpl
+    if tpl is not None:
+        _TEMPLATES.pop(key, None)
+        tpl.close()
+    tpl_env = dict(judge_env)
+    tpl_env[hygiene.TAG_VAR] = secrets.token_hex(16)  # the processes forked from it show this one in /proc
+    try:
+        tpl = forks.Template(launch.command("forks", [], package=SHIPPED, root=d), tpl_env, str(d),
+                             str(d / "template.log"))
+    except OSError:
+        return None
+    tpl.tag = tpl_env[hygiene.TAG_VAR]
+    _TEMPLATES[key] = tpl
+    return tpl
+
+
+def _spawn_judge(cmd: list[str], d: Path, judge_env: dict[str, str], errf: Path, warm: bool):
+    """The judge's process: forked from this thread's template when `warm` (and it answers), else started
+    afresh. Returns (process, its stdin as a binary file, the template's tag or None)."""
+    if warm:
+        tpl = _template(judge_env, d)
+        if tpl is not None:
+            r, w = os.pipe()
+            try:
+                # cmd is launch.command's: [python, -c, boot, root, module, *args]
+                proc = tpl.spawn(cmd[4], cmd[5:], str(d), judge_env, str(errf), stdin_fd=r, root=cmd[3])
+            except OSError:
+                os.close(w)
+                _TEMPLATES.pop(_template_key(judge_env), None)
+                tpl.close()
+            else:
+                return proc, os.fdopen(w, "wb"), tpl.tag
+            finally:
+                os.close(r)
+    with open(errf, "wb") as err:
+        # stdout/stderr to a file, never a pipe: a kernel's daemon holding the pipe open would
+        # keep a reader waiting past every limit.
+        proc = subprocess.Popen(cmd, cwd=str(d), env=judge_env, stdin=subprocess.PIPE, stdout=err,
+                                stderr=err, start_new_session=True)
+    return proc, proc.stdin, None
+
+
 def _end(proc: subprocess.Popen, children: list[int], tag: str) -> None:
     """SIGTERM the judge (it ends its kernel processes), then SIGKILL everything of this job."""
     if proc.poll() is None:
@@ -129,8 +196,11 @@ def _end(proc: subprocess.Popen, children: list[int], tag: str) -> None:
 
 def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                extra_files: dict[str, Path] | None = None,
-               on_progress: OnProgress | None = None) -> dict[str, Any]:
-    """Run `job` to completion; return {labels, environment, attempts, records, stderr_tail, ...}."""
+               on_progress: OnProgress | None = None, warm: bool = True) -> dict[str, Any]:
+    """Run `job` to completion; return {labels, environment, attempts, records, stderr_tail, ...}.
+    warm: fork the judge from this thread's judge template (forks.Template), which the first job that
+    asks starts (it costs that job what a judge started afresh costs: one interpreter, one torch import);
+    False starts the judge afresh."""
     hygiene.sweep_stale()
     keys = [f"{label}:{wl['uuid']}" for label in job["sources"] for wl in job["workloads"]]
     settings = job.get("settings", {})
@@ -175,14 +245,10 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                                              "--job-limit", f"{timeout_s:.1f}", "--kernel-start", forks.how(job)],
                                  package=SHIPPED, root=d)
             errf = d / f"attempt{attempts}.stderr"
-            with open(errf, "wb") as err:
-                # stdout/stderr to a file, never a pipe: a kernel's daemon holding the pipe open would
-                # keep a reader waiting past every limit.
-                proc = subprocess.Popen(cmd, cwd=str(d), env=judge_env, stdin=subprocess.PIPE, stdout=err,
-                                        stderr=err, start_new_session=True)
+            proc, stdin, tpl_tag = _spawn_judge(cmd, d, judge_env, errf, warm)
             try:
-                proc.stdin.write(key.encode() + b"\n" + job_line)
-                proc.stdin.close()
+                stdin.write(key.encode() + b"\n" + job_line)
+                stdin.close()
             except BrokenPipeError:  # the judge died at start: its stderr says why, below
                 pass
             reader = ProgressReader(out / "progress.jsonl", key.encode())
@@ -248,6 +314,8 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             finally:
                 t_exit = time.monotonic()
                 _end(proc, children, tag)
+                if tpl_tag:  # what was only forked shows the template's tag, not the job's
+                    hygiene.kill_pids(set(hygiene.tagged(tpl_tag)) - {proc.starter.proc.pid})
             for rec in reader.new():
                 handle(rec)
             first_line = first_line or t_exit

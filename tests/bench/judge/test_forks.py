@@ -27,7 +27,7 @@ seen = {
               if t.startswith("/") and not t.startswith(("/dev/", "/proc/"))],
     "judge_modules": sorted(m.split(".")[-1] for m in sys.modules if m.startswith("autogk_judge.")),
     "stdin_data": sys.stdin.read(),
-    "forked": "autogk_judge.process" in open("/proc/self/cmdline").read(),
+    "forked": "autogk_judge.kernel_process" not in open("/proc/self/cmdline").read(),
     "env_tag": "AUTOGK_JOB_TAG" in os.environ,
 }
 raise RuntimeError("SEEN " + json.dumps(seen))
