@@ -112,6 +112,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "kernel_start": Key(str, "auto", "how the judge starts each kernel's process: fork (from a copy of the judge "
                             "made before it read its job: no second torch import), exec (a fresh interpreter), or auto "
                             "(auto: fork, on CPU and GPU alike)", ("auto", "fork", "exec")),
+        "judge_start": Key(str, "auto", "how each job's judge process starts: fork (from a judge template, one "
+                           "fresh interpreter a runner thread that imported torch and no job: no torch import a job), "
+                           "exec (a fresh interpreter), or auto (auto: fork)", ("auto", "fork", "exec")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
     },

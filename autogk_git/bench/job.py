@@ -67,9 +67,10 @@ def settings_for(config) -> dict[str, Any]:
 
 
 def start_setting(config) -> dict[str, Any]:
-    """The job's `kernel_start`, where the config chose one (auto: the judge's own default, forks.how)."""
-    start = config.bench.kernel_start
-    return {} if start == "auto" else {"kernel_start": start}
+    """The job's `kernel_start` and `judge_start`, where the config chose them (auto: the judge's own
+    default, forks.how; the runner's, a judge template)."""
+    b = config.bench
+    return {k: v for k, v in (("kernel_start", b.kernel_start), ("judge_start", b.judge_start)) if v != "auto"}
 
 
 def timed_settings(config) -> dict[str, Any]:

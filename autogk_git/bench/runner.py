@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -117,12 +118,12 @@ def _write_judge(d: Path, extra_files: dict[str, Path] | None) -> None:
 IMPORT_VARS = ("PATH", "PYTHON", "LD_", "TORCH", "TRITON", "CUDA", "NVIDIA", "OMP_", "MKL_", "KMP_", "OPENBLAS",
                "LANG", "LC_")
 _TEMPLATES: dict[tuple, forks.Template] = {}
+_TEMPLATES_LOCK = threading.Lock()  # the parallel loop's threads each ask for theirs
 
 
 def _template_key(judge_env: dict[str, str]) -> tuple:
     """One template per thread (its jobs one at a time: the template's tag then names only the running
     job's processes) and per environment its imports read."""
-    import threading
     seen = tuple(sorted((k, v) for k, v in judge_env.items()
                         if k.startswith(IMPORT_VARS) and k != CUDA_VISIBLE_DEVICES))
     return (os.getpid(), threading.get_ident(), sys.executable, seen)
@@ -131,6 +132,15 @@ def _template_key(judge_env: dict[str, str]) -> tuple:
 def _template(judge_env: dict[str, str], d: Path) -> forks.Template | None:
     """This thread's judge template for judge_env, started from the judge's package as written in `d`
     when there is none (None: it could not start; the judge then starts afresh)."""
+    with _TEMPLATES_LOCK:
+        return _template_locked(judge_env, d)
+
+
+def _template_locked(judge_env: dict[str, str], d: Path) -> forks.Template | None:
+    alive = {t.ident for t in threading.enumerate()}
+    for k in [k for k in _TEMPLATES if k[0] != os.getpid() or k[1] not in alive]:
+        gone = _TEMPLATES.pop(k)  # its thread ended (or this is a fork of the process that started it)
+        gone.close() if k[0] == os.getpid() else gone.sock.close()
     key = _template_key(judge_env)
     tpl = _TEMPLATES.get(key)
     if tpl is not None and not tpl.gone and tpl.proc.poll() is None:
@@ -162,7 +172,8 @@ def _spawn_judge(cmd: list[str], d: Path, judge_env: dict[str, str], errf: Path,
                 proc = tpl.spawn(cmd[4], cmd[5:], str(d), judge_env, str(errf), stdin_fd=r, root=cmd[3])
             except OSError:
                 os.close(w)
-                _TEMPLATES.pop(_template_key(judge_env), None)
+                with _TEMPLATES_LOCK:
+                    _TEMPLATES.pop(_template_key(judge_env), None)
                 tpl.close()
             else:
                 return proc, os.fdopen(w, "wb"), tpl.tag
@@ -200,7 +211,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     """Run `job` to completion; return {labels, environment, attempts, records, stderr_tail, ...}.
     warm: fork the judge from this thread's judge template (forks.Template), which the first job that
     asks starts (it costs that job what a judge started afresh costs: one interpreter, one torch import);
-    False starts the judge afresh."""
+    False, or the job setting judge_start = "exec", starts the judge afresh."""
     hygiene.sweep_stale()
     keys = [f"{label}:{wl['uuid']}" for label in job["sources"] for wl in job["workloads"]]
     settings = job.get("settings", {})
@@ -211,6 +222,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     judge_env = hygiene.bytecode_cache(hygiene.scrub_env(env, extra), "judge")
     judge_env[hygiene.TAG_VAR] = tag
     wl_limit = workload_limit(job, timeout_s)
+    warm = warm and settings.get("judge_start") != "exec"
     results: dict[str, dict[str, Any]] = {}
     records: list[dict[str, Any]] = []
     summaries: dict[str, dict[str, Any]] = {}

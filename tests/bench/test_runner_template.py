@@ -75,3 +75,23 @@ def test_a_template_killed_between_jobs_is_replaced_and_the_job_still_runs(tmp_e
             t.proc.poll()
     again = seen(env)
     assert again["parent"] not in (tpl, os.getpid()) and "autogk_judge.forks" in cmdline(again["parent"]), again
+
+
+def test_a_stopped_template_costs_one_job_its_answer_time_not_the_loop(tmp_env, monkeypatch):
+    # A kernel that found the template's pid and stopped it (SIGSTOP) would leave the next job waiting on
+    # its answer: the runner waits answer_s, ends it, and starts that job's judge afresh.
+    from autogk_git.bench.judge import forks
+    monkeypatch.setattr(forks.Template, "answer_s", 2.0)
+    env = dict(tmp_env, CUDA_VISIBLE_DEVICES="")
+    tpl = seen(env)["parent"]
+    os.kill(tpl, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        assert seen(env)["parent"] == os.getpid()  # afresh
+        assert time.monotonic() - t0 < 60
+    finally:
+        try:
+            os.kill(tpl, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert seen(env)["parent"] not in (tpl, os.getpid())  # and a new template for the next

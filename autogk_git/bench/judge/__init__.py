@@ -11,7 +11,7 @@ of autogk outside this folder. Its rooms:
     inputs.py          fresh inputs, the reference's outputs, the bytes a workload must move
     kernels.py         the kernel processes seen from the judge: start, requests, limits, ending
     kernel_process.py  a kernel's own process: imports the kernel, answers the judge's requests
-    forks.py           kernel processes forked from a copy of the judge made before it read its job
+    forks.py           judges forked from the runner's template, kernel processes from the judge's starter
     calls.py           how a kernel is called and timed: the one module both processes import
     seal.py            the kernel process's fingerprint of what calls and times the kernel
     sandbox.py         the kernel process's Landlock domain: what it may read, write and signal

@@ -1,4 +1,5 @@
-"""Kernel processes forked from a copy of the judge made before it read its job, not started afresh.
+"""Processes forked from a copy that has imported torch, not started afresh: each job's judge from the
+runner's judge template (`Template`, below), and each kernel process from the judge's starter.
 
 A fresh interpreter that imports torch costs seconds of CPU (5-10 s on this project's 2-core machine on
 2026-12-02, `/usr/bin/time python -c "import torch"`), and a job started three: the judge and one process per kernel label. So the judge, as
@@ -22,6 +23,16 @@ in `os.environ`. Used on CPU and on a GPU (the starter forks before anything ini
 imported, no device touched); the job setting `kernel_start` = "exec" starts them afresh. On the H200
 (2026-12-02) every planted-kernel GPU test of the judge, the witness and the verdict passed with forked
 kernel processes (benchmarks/results/session32_h200/), and a job used 0.645x the CPU of starting afresh.
+
+The judge itself is forked the same way, one level up: the runner keeps, per thread, a judge template
+(`Template`, `entry`): a fresh interpreter started with the judge's scrubbed environment that imports
+torch and triton and then only forks judges on request, each one given its stdin (the key and the job),
+its log, folder and environment, and importing the judge's package afresh from its own job folder
+(`root`). The template never holds a key, a job or a seed and never runs a kernel. Its tag in /proc is
+its own (the runner kills what carries it after each job: the template serves one job at a time). A
+loop then imports torch once, not once a job: on this machine's CPU a small job took 0.59 s and
+0.47 CPU-s forked against 1.29 s and 1.43 CPU-s afresh (benchmarks/kernel_start.py --start judge).
+`[bench] judge_start = "exec"` starts every judge afresh.
 """
 from __future__ import annotations
 
@@ -94,6 +105,8 @@ class Starter:
         self.gone = False
         self.lock = threading.Lock()
 
+    answer_s: float | None = None  # how long to wait for the fork's answer (None: as long as it takes)
+
     def spawn(self, module: str, args: list[str], cwd: str, env: dict, log: str, keep_fd: int | None = None,
               stdin_fd: int | None = None, root: str | None = None) -> ForkedProcess:
         """Fork a process running `module`.entry(args) (module: a full name, importable from the judge's
@@ -107,10 +120,13 @@ class Starter:
             if self.gone:
                 raise OSError("the kernel starter is gone")
             socket.send_fds(self.sock, [req], fds)
+            end = None if self.answer_s is None else time.monotonic() + self.answer_s
             while True:
-                msg = self._read(None)
+                msg = self._read(None if end is None else max(0.0, end - time.monotonic()))
+                if msg is None and end is not None and not self.gone and time.monotonic() < end:
+                    continue  # only exits came
                 if msg is None:
-                    raise OSError("the kernel starter died")
+                    raise OSError("the kernel starter died" if self.gone else "the starter did not answer")
                 if msg.get("started"):
                     return ForkedProcess(self, int(msg["started"]), [module, *args])
                 if msg.get("error"):
@@ -296,7 +312,11 @@ class Template(Starter):
     No job's code or data ever reaches it: it reads no key, job or seed, runs no kernel, and is made
     undumpable (this user's other processes, a kernel's among them, cannot read or write its memory).
     Each judge forked from it re-imports the judge's package from its own job folder, written afresh for
-    that job (`root`), so what a kernel edited on disk is never run, as with a judge started afresh."""
+    that job (`root`), so what a kernel edited on disk is never run, as with a judge started afresh.
+    A template that does not answer a request in answer_s (stopped by a signal, say) is ended by the
+    runner, and that job's judge starts afresh."""
+
+    answer_s = 60.0  # its first answer waits for its imports: seconds, more on a loaded machine
 
     def __init__(self, cmd: list[str], env: dict, cwd: str, log: str) -> None:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
