@@ -95,3 +95,4 @@ def test_a_stopped_template_costs_one_job_its_answer_time_not_the_loop(tmp_env, 
         except ProcessLookupError:
             pass
     assert seen(env)["parent"] not in (tpl, os.getpid())  # and a new template for the next
+

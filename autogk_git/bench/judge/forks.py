@@ -253,6 +253,8 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> int:
         sys.path[0] = req["root"]
     if "tempfile" in sys.modules:  # its folder is found again from this process's own TMPDIR
         sys.modules["tempfile"].tempdir = None
+    if "random" in sys.modules:  # its own draws, as a fresh interpreter's: not a copy of its siblings'
+        sys.modules["random"].seed()
     sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
