@@ -148,14 +148,11 @@ def _template_locked(judge_env: dict[str, str], d: Path) -> forks.Template | Non
     if tpl is not None:
         _TEMPLATES.pop(key, None)
         tpl.close()
-    tpl_env = dict(judge_env)
-    tpl_env[hygiene.TAG_VAR] = secrets.token_hex(16)  # the processes forked from it show this one in /proc
-    try:
-        tpl = forks.Template(launch.command("forks", [], package=SHIPPED, root=d), tpl_env, str(d),
+    try:  # the processes forked from it show its own tag in /proc (forks.Template.tag)
+        tpl = forks.Template(launch.command("forks", [], package=SHIPPED, root=d), judge_env, str(d),
                              str(d / "template.log"))
     except OSError:
         return None
-    tpl.tag = tpl_env[hygiene.TAG_VAR]
     _TEMPLATES[key] = tpl
     return tpl
 

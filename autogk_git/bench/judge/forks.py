@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import secrets
 import select
 import signal
 import socket
@@ -321,6 +322,9 @@ class Template(Starter):
     answer_s = 60.0  # its first answer waits for its imports: seconds, more on a loaded machine
 
     def __init__(self, cmd: list[str], env: dict, cwd: str, log: str) -> None:
+        from . import hygiene
+        self.tag = secrets.token_hex(16)  # in its environment instead of the job's: what it forks shows it
+        env = {**env, hygiene.TAG_VAR: self.tag}
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with open(log, "ab") as out:
             self.proc = subprocess.Popen([*cmd, str(b.fileno())], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
