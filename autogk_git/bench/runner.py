@@ -255,9 +255,9 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                                  package=SHIPPED, root=d)
             errf = d / f"attempt{attempts}.stderr"
             proc, stdin, tpl_tag = _spawn_judge(cmd, d, judge_env, errf, warm)
-            try:
+            try:  # stdin stays open while the job runs: the judge's lifeline (process._lifeline)
                 stdin.write(key.encode() + b"\n" + job_line)
-                stdin.close()
+                stdin.flush()
             except BrokenPipeError:  # the judge died at start: its stderr says why, below
                 pass
             reader = ProgressReader(out / "progress.jsonl", key.encode())
@@ -323,6 +323,10 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             finally:
                 t_exit = time.monotonic()
                 _end(proc, children, tag)
+                try:
+                    stdin.close()
+                except OSError:
+                    pass
                 if tpl_tag:  # what was only forked shows the template's tag, not the job's
                     hygiene.kill_pids(set(hygiene.tagged(tpl_tag)) - {proc.starter.proc.pid})
             for rec in reader.new():

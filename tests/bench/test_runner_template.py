@@ -96,3 +96,66 @@ def test_a_stopped_template_costs_one_job_its_answer_time_not_the_loop(tmp_env, 
             pass
     assert seen(env)["parent"] not in (tpl, os.getpid())  # and a new template for the next
 
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(p.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_killed_runner_ends_its_forked_judge_even_while_the_template_is_stopped(tmp_path, tmp_env):
+    # The forked judge's parent is the template, so PR_SET_PDEATHSIG alone ties it to the template, not
+    # to the runner: a runner killed while the template is stopped (or a judge whose SIGTERM handler
+    # waits on its main thread) left the judge running its whole job, busy on the GPU under later jobs
+    # (seen on the H200, 2026-12-03). The runner's end of the judge's stdin is its lifeline.
+    import subprocess
+    import sys
+    slow = "import time\nimport torch\n\ndef run(x, bias, scale, out):\n    time.sleep(0.05)\n    torch.add(x * scale, bias, out=out)\n"
+    job = {"version": 1, "stage": "ab", "definition": DEF, "workloads": [WL], "generator": None,
+           "blob_root": ".", "seed": 7, "settings": {"device": "cpu", "trials": 2000, "stress": False},
+           "sources": {"candidate": {"kernel.py": slow}, "parent": {"kernel.py": slow}}}
+    script = tmp_path / "drive.py"
+    script.write_text(f"import json, os, sys\nsys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+                      "from autogk_git.bench import runner\n"
+                      f"runner.run_worker(json.loads({json.dumps(json.dumps(job))}), dict(os.environ), 300)\n")
+    drive = subprocess.Popen([sys.executable, str(script)], env=dict(tmp_env, AUTOGK_SANDBOX="0"))
+    tpl = judge = None
+    try:
+        deadline = time.monotonic() + 120
+        while judge is None and time.monotonic() < deadline and drive.poll() is None:
+            time.sleep(0.3)
+            tpls = [p for p in _children(drive.pid) if "autogk_judge.forks" in cmdline(p)]
+            judges = [c for t in tpls for c in _children(t)]
+            if judges and _children(judges[0]):  # the judge has started its kernels' starter
+                tpl, judge = tpls[0], judges[0]
+        assert judge is not None, "the judge never started"
+        os.kill(tpl, signal.SIGSTOP)
+        os.kill(drive.pid, signal.SIGKILL)
+        drive.wait()
+        gone = time.monotonic() + 20
+        while _running(judge) and time.monotonic() < gone:
+            time.sleep(0.2)
+        assert not _running(judge), "the judge outlived its runner"
+    finally:
+        for pid in (judge, tpl):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if drive.poll() is None:
+            drive.kill()

@@ -247,6 +247,22 @@ def _term(signum, frame) -> None:  # noqa: ARG001
 _TEMP: list[Path] = []  # the judge's temp folder, for _term
 
 
+def _lifeline(fd: int) -> None:
+    """The runner holds this judge's stdin open while the job runs. Its end (the runner killed, or done
+    with the job) ends this judge and everything under it, from this thread: PR_SET_PDEATHSIG alone
+    names only the parent (a judge template's fork outlives a killed runner while the template is
+    stopped), and its handler waits for the main thread."""
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+    hygiene.kill_pids(hygiene.descendants(os.getpid()))
+    for d in _TEMP:
+        shutil.rmtree(d, ignore_errors=True)
+    os._exit(128 + signal.SIGTERM)
+
+
 T_START = time.perf_counter()
 
 
@@ -272,7 +288,6 @@ def main(argv: list[str]) -> int:
     # The job follows it on stdin too: no file a kernel could read holds it (both labels' sources, the seed).
     key = sys.stdin.readline().strip().encode() if not sys.stdin.isatty() else b""
     job = json.loads(sys.stdin.readline())
-    sys.stdin.close()
     parent = os.getppid()
     import torch.multiprocessing
     torch.multiprocessing.set_sharing_strategy("file_system")  # as kernel_process.py: shm by name, no fd passing
@@ -284,6 +299,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _term)
     if os.getppid() != parent:  # the runner died before PR_SET_PDEATHSIG was set
         return 3
+    threading.Thread(target=_lifeline, args=(sys.stdin.fileno(),), daemon=True, name="lifeline").start()
     # Every input set is drawn from the job's seed mixed with a secret of this process: a kernel that
     # read the job (or knows its commit) cannot draw the same inputs and answer from a table.
     job["seed"] = int(job.get("seed", 0)) ^ secrets.randbits(31)
