@@ -130,7 +130,7 @@ def worker(out: Path, target: str, budget_s: float, seed0: int, slower: float = 
                "ci": [v.get("ci_low"), v.get("ci_high")], "worst_workload_ratio": worst["ratio"],
                "rounds": ab.get("rounds"), "timed": v.get("timed"), "workloads": v.get("workloads"),
                "correct": bench.get("correct"), "wall_s": round(wall, 2), "timing_s": ab.get("timing_s"), "phases": ab.get("phases"),
-               "reason": v.get("reason", "")[:300], "slower": slower,
+               "reason": v.get("reason", "")[:900], "slower": slower,
                "per_workload": {r["uuid"][:8]: round(r["ratio"], 4) for r in v.get("per_workload") or []},
                "statuses": sorted({w.get("status", "?") for st in (bench.get("stages") or {}).values()
                                    for lab in (st.get("workloads") or {}).values() for w in lab.values()})}

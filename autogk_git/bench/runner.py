@@ -157,16 +157,16 @@ def _template_locked(judge_env: dict[str, str], d: Path) -> forks.Template | Non
     return tpl
 
 
-def _spawn_judge(cmd: list[str], d: Path, judge_env: dict[str, str], errf: Path, warm: bool):
-    """The judge's process: forked from this thread's template when `warm` (and it answers), else started
-    afresh. Returns (process, its stdin as a binary file, the template's tag or None)."""
+def _spawn_judge(args: list[str], d: Path, judge_env: dict[str, str], errf: Path, warm: bool):
+    """The judge's process (`process.entry(args)` of the package written in `d`): forked from this thread's
+    template when `warm` (and it answers), else started afresh. Returns (process, its stdin as a binary
+    file, the template's tag or None)."""
     if warm:
         tpl = _template(judge_env, d)
         if tpl is not None:
             r, w = os.pipe()
             try:
-                # cmd is launch.command's: [python, -c, boot, root, module, *args]
-                proc = tpl.spawn(cmd[4], cmd[5:], str(d), judge_env, str(errf), stdin_fd=r, root=cmd[3])
+                proc = tpl.spawn(f"{SHIPPED}.process", args, str(d), judge_env, str(errf), stdin_fd=r, root=str(d))
             except OSError:
                 os.close(w)
                 with _TEMPLATES_LOCK:
@@ -176,6 +176,7 @@ def _spawn_judge(cmd: list[str], d: Path, judge_env: dict[str, str], errf: Path,
                 return proc, os.fdopen(w, "wb"), tpl.tag
             finally:
                 os.close(r)
+    cmd = launch.command("process", args, package=SHIPPED, root=d)
     with open(errf, "wb") as err:
         # stdout/stderr to a file, never a pipe: a kernel's daemon holding the pipe open would
         # keep a reader waiting past every limit.
@@ -249,12 +250,11 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             _write_judge(d, extra_files)
             key = secrets.token_hex(32)
             t_launch = time.monotonic()
-            cmd = launch.command("process", [str(out), "--only", ",".join(pending),
-                                             "--deadline", f"{left:.1f}", "--workload-limit", f"{wl_limit:.1f}",
-                                             "--job-limit", f"{timeout_s:.1f}", "--kernel-start", forks.how(job)],
-                                 package=SHIPPED, root=d)
+            args = [str(out), "--only", ",".join(pending), "--deadline", f"{left:.1f}",
+                    "--workload-limit", f"{wl_limit:.1f}", "--job-limit", f"{timeout_s:.1f}",
+                    "--kernel-start", forks.how(job)]
             errf = d / f"attempt{attempts}.stderr"
-            proc, stdin, tpl_tag = _spawn_judge(cmd, d, judge_env, errf, warm)
+            proc, stdin, tpl_tag = _spawn_judge(args, d, judge_env, errf, warm)
             try:  # stdin stays open while the job runs: the judge's lifeline (process._lifeline)
                 stdin.write(key.encode() + b"\n" + job_line)
                 stdin.flush()
