@@ -239,9 +239,13 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
 def _term(signum, frame) -> None:  # noqa: ARG001
     """The runner's SIGTERM (its limit) or its death (PR_SET_PDEATHSIG): end every kernel process first."""
     end_children()
+    _quit(128 + signum)
+
+
+def _quit(code: int) -> None:
     for d in _TEMP:  # main's own clean-up never runs after this
         shutil.rmtree(d, ignore_errors=True)
-    os._exit(128 + signum)
+    os._exit(code)
 
 
 _TEMP: list[Path] = []  # the judge's temp folder, for _term
@@ -258,9 +262,7 @@ def _lifeline(fd: int) -> None:
     except OSError:
         pass
     hygiene.kill_pids(hygiene.descendants(os.getpid()))
-    for d in _TEMP:
-        shutil.rmtree(d, ignore_errors=True)
-    os._exit(128 + signal.SIGTERM)
+    _quit(128 + signal.SIGTERM)
 
 
 T_START = time.perf_counter()
