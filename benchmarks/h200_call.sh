@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One device call on a one-GPU machine, made of named steps run in order under one time budget:
+#
+#     OUT=DIR bash benchmarks/h200_call.sh NAME BUDGET_S STEP[=SECONDS] ...
+#
+# Steps:
+#   tests[=S]   pytest -m gpu -v over the three GPU test files (limit S, default 420)
+#   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 240)
+#   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
+#   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left)
+#   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
+# Before the first step and after each one, the GPU's compute processes are listed and every stray
+# judge, kernel or test process is killed (a forked judge's command line names autogk_judge, not
+# autogk_git). Everything lands under /tmp/NAME and, as NAME.tgz, in OUT.
+set -u
+cd "$(dirname "$0")/.."
+NAME=$1; BUDGET=$2; shift 2
+OUT=${OUT:-$PWD/h200-call-out}
+W=/tmp/$NAME; rm -rf "$W"; mkdir -p "$W" "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOGK_TRACKING_ENABLED=0
+t0=$SECONDS
+git log --oneline -1 > "$W/head.txt" 2>/dev/null
+nvidia-smi -L > "$W/gpus.txt" 2>&1
+sweep() {
+  { echo "== $1 at $(( SECONDS - t0 )) s"
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+    ps -eo pid,ppid,pcpu,etimes,args --sort=-pcpu | grep -E "autogk|pytest" | grep -v -E "grep|h200_call" | head -12
+  } >> "$W/leftovers.txt" 2>&1
+  pkill -9 -f "autogk_judge|autogk_git|pytest" 2>/dev/null; sleep 1
+}
+left() { echo $(( BUDGET - (SECONDS - t0) )); }
+log() { echo "$1 rc=$2 at $(( SECONDS - t0 )) s" | tee -a "$W/times.txt"; }
+sweep start
+for step in "$@"; do
+  s=${step%%=*}; lim=${step#*=}; [ "$lim" = "$step" ] && lim=""
+  L=$(left); [ "$L" -lt 40 ] && { log "$s skipped (time)" -; continue; }
+  case $s in
+    tests)
+      lim=${lim:-420}; [ "$lim" -gt "$L" ] && lim=$L
+      timeout -k 5 "$lim" python3 -m pytest -v -rs -o addopts= -m gpu -p no:cacheprovider --durations=25 \
+        tests/test_judge_gpu.py tests/test_witness_gpu.py tests/test_verdict_gpu.py > "$W/gpu_tests.txt" 2>&1
+      log tests $? ;;
+    tuner)
+      lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
+      AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 10 \
+        --max-time $(( lim - 90 )) --grace 30 --wall-limit $(( lim - 5 )) --timing-budget-s 30 \
+        --out "$W/tuner" > "$W/tuner.log" 2>&1
+      log tuner $? ;;
+    profile)
+      lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
+      timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
+        --top 20 > "$W/prof.log" 2>&1
+      log profile $? ;;
+    aa|power)
+      lim=${lim:-$L}; [ "$lim" -gt "$L" ] && lim=$L
+      extra=""; [ "$s" = power ] && extra="--slower 0.0309"
+      AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/aa_full.py \
+        --out "$W/$s" --gpus 0 --procs 1 --budget-s $(( lim - 30 )) --backend local $extra > "$W/$s.log" 2>&1
+      log "$s" $?
+      python3 benchmarks/aa_full.py --summarize "$W/$s" > "$W/${s}_summary.txt" 2>&1 ;;
+    *) log "unknown step $s" - ;;
+  esac
+  sweep "after $s"
+done
+tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' -C /tmp "$NAME" 2>/dev/null
+cat "$W/times.txt"
+[ -f "$W/gpu_tests.txt" ] && grep -E "PASSED|FAILED|SKIPPED|XFAIL|ERROR|passed|failed" "$W/gpu_tests.txt" | tail -25
+grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
+[ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
+for s in aa power; do [ -f "$W/${s}_summary.txt" ] && tail -8 "$W/${s}_summary.txt"; done
+exit 0
