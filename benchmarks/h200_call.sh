@@ -4,8 +4,13 @@
 #     OUT=DIR bash benchmarks/h200_call.sh NAME BUDGET_S STEP[=SECONDS] ...
 #
 # Steps:
-#   tests[=S]   pytest -m gpu -v over the three GPU test files (limit S, default 420)
-#   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 240)
+#   tests[=S]   pytest -m gpu -v over the three GPU test files, one pytest a file, so that a cut loses one
+#               file's summary, not all three (limit S in all, default 480; a file gets what the files
+#               before it left, less 60 s a file still to come; pytest-timeout, where installed, ends
+#               one test at 180 s with its traceback)
+#   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 360:
+#               loop_gpu keeps ~165 s of --wall-limit for init, grace, the timing and the report, and ten
+#               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
 #   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left)
 #   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
@@ -26,7 +31,13 @@ sweep() {
     nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
     ps -eo pid,ppid,pcpu,etimes,args --sort=-pcpu | grep -E "autogk|pytest" | grep -v -E "grep|h200_call" | head -12
   } >> "$W/leftovers.txt" 2>&1
-  pkill -9 -f "autogk_judge|autogk_git|pytest" 2>/dev/null; sleep 1
+  # every match but this script's own ancestors: a device command line that names pytest or autogk_git
+  # (a pytest run before this script, say) would otherwise be killed with the strays (2026-12-04)
+  local mine=" " p=$$
+  while [ "${p:-1}" -gt 1 ]; do mine="$mine$p "; p=$(ps -o ppid= -p "$p" | tr -d ' '); done
+  for p in $(pgrep -f "autogk_judge|autogk_git|pytest"); do
+    case "$mine" in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null ;; esac
+  done; sleep 1
 }
 left() { echo $(( BUDGET - (SECONDS - t0) )); }
 log() { echo "$1 rc=$2 at $(( SECONDS - t0 )) s" | tee -a "$W/times.txt"; }
@@ -36,14 +47,20 @@ for step in "$@"; do
   L=$(left); [ "$L" -lt 40 ] && { log "$s skipped (time)" -; continue; }
   case $s in
     tests)
-      lim=${lim:-420}; [ "$lim" -gt "$L" ] && lim=$L
-      timeout -k 5 "$lim" python3 -m pytest -v -rs -o addopts= -m gpu -p no:cacheprovider --durations=25 \
-        tests/test_judge_gpu.py tests/test_witness_gpu.py tests/test_verdict_gpu.py > "$W/gpu_tests.txt" 2>&1
-      log tests $? ;;
+      lim=${lim:-480}; [ "$lim" -gt "$L" ] && lim=$L
+      to=""; python3 -c "import pytest_timeout" 2>/dev/null && to="--timeout=180"
+      files="tests/test_judge_gpu.py tests/test_witness_gpu.py tests/test_verdict_gpu.py"; k=3; rc=0; ts=$SECONDS
+      for f in $files; do
+        k=$(( k - 1 )); fl=$(( lim - (SECONDS - ts) - 60 * k )); [ "$fl" -lt 30 ] && { echo "$f: no time left" >> "$W/gpu_tests.txt"; continue; }
+        timeout -k 5 "$fl" python3 -m pytest -v -rs -o addopts= -m gpu -p no:cacheprovider --durations=25 $to \
+          "$f" >> "$W/gpu_tests.txt" 2>&1 || rc=$?
+        echo "== $f rc=$rc at $(( SECONDS - t0 )) s (limit $fl s)" >> "$W/gpu_tests.txt"
+      done
+      log tests $rc ;;
     tuner)
-      lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
+      lim=${lim:-360}; [ "$lim" -gt "$L" ] && lim=$L
       AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 10 \
-        --max-time $(( lim - 90 )) --grace 30 --wall-limit $(( lim - 5 )) --timing-budget-s 30 \
+        --max-time $(( lim - 165 )) --grace 30 --wall-limit $(( lim - 5 )) --timing-budget-s 30 \
         --out "$W/tuner" > "$W/tuner.log" 2>&1
       log tuner $? ;;
     profile)
