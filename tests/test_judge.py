@@ -228,3 +228,24 @@ def test_a_kernel_cannot_tell_whether_it_runs_as_the_parent_or_the_candidate(tmp
                             tmp_env, 300)
     for label in ("parent", "candidate"):
         assert {r["status"] for r in out["labels"][label].values()} == {Status.PASSED}, out["labels"][label]
+
+
+def _holds(cap: int) -> bool:
+    """Whether this process's effective capabilities include `cap` (CAP_SYS_NICE is 23)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> cap & 1)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists() or not _holds(23),
+                    reason="the judge runs without root's powers here: none to drop")
+def test_a_kernel_run_by_a_root_judge_holds_none_of_roots_powers(tmp_env):
+    """On the GPU machines the judge runs as root, and a kernel's process was root with every
+    capability: through NVML it could lock the GPU's clocks low outside its own calls and slow its
+    parent's windows, which every timer would then see as the parent's time. Its process now drops all
+    capabilities (and the bounding set, and root's regaining them on exec) before the kernel is
+    imported; the environment record says so. The planted kernel shows any power it still has."""
+    out = runner.run_worker(job({"parent": cheat("honest"), "candidate": cheat("uses_root_powers")}), tmp_env, 300)
+    assert {r["status"] for r in out["labels"]["candidate"].values()} == {Status.PASSED}, out["labels"]["candidate"]
+    assert all(s.endswith("; capabilities dropped") for s in out["environment"]["sandbox"]), out["environment"]

@@ -124,6 +124,18 @@ def test_a_name_added_to_the_device_timer_is_tampered():
     assert r["status"] == Status.TAMPERED and "Timer:names" in r["message"], r
 
 
+def test_a_kernel_cannot_lock_the_gpus_clocks():
+    # The H200 machine runs the judge as root. A kernel's process that kept root's powers could lock
+    # the GPU's clocks through NVML after its own calls and slow its parent's windows, which every
+    # timer would count as the parent's. The planted kernel tries (and resets what it set); any power
+    # it has shows as INCORRECT_NUMERICAL. Without root here, it has none either way.
+    out = run("ab", {"parent": src("torch_honest"), "candidate": src("uses_root_powers")}, [SMALL])
+    r = out["labels"]["candidate"][SMALL["uuid"]]
+    assert r["status"] == Status.PASSED, r
+    if os.geteuid() == 0:
+        assert all(s.endswith("; capabilities dropped") for s in out["environment"]["sandbox"]), out["environment"]
+
+
 def test_a_process_outside_the_job_busy_on_the_gpu_is_named_in_the_clocks_failure():
     # Six jobs on one H200 made 60 of 126 honest candidates TAMPERED (2026-12-03): the judge's clock counts
     # whatever runs on the GPU. The status may stay; the message must name who else was there.

@@ -400,7 +400,8 @@ def test_a_kernel_cannot_read_the_project_or_signal_its_sibling(tmp_path):
     u = WLS[4]["uuid"]
     assert out["labels"]["parent"][u]["status"] == "PASSED", out["labels"]["parent"][u]
     assert out["labels"]["candidate"][u]["status"] == "PASSED", out["labels"]["candidate"][u]
-    assert out["environment"]["sandbox"] == [f"landlock ABI {sandbox.abi()}"]
+    powers = "; capabilities dropped" if any(sandbox.capabilities().values()) else ""  # a judge run as root
+    assert out["environment"]["sandbox"] == [f"landlock ABI {sandbox.abi()}{powers}"]
 
 
 PLANTS = '''import os, pathlib, torch

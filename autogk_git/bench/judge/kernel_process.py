@@ -149,8 +149,9 @@ def main(argv: list[str]) -> int:
         step("cuda")
     # From here on the process reads only libraries, its own folder, /dev, /proc and /sys, and writes
     # only its folder, caches and /dev: the job, the judge's record and the repository are out of reach.
-    confined = sandbox.restrict(*sandbox.kernel_paths(kdir)) if os.environ.get("AUTOGK_SANDBOX", "1") != "0" \
-        else "none: AUTOGK_SANDBOX=0"
+    # And root's powers go (a judge run as root): no GPU clocks, power limits or priorities to set.
+    confined = sandbox.restrict(*sandbox.kernel_paths(kdir)) + sandbox.drop_powers() \
+        if os.environ.get("AUTOGK_SANDBOX", "1") != "0" else "none: AUTOGK_SANDBOX=0"
     step("sandbox")
     try:
         mod = calls.load_module(alias, kdir, "kernel.py")

@@ -12,6 +12,18 @@ be read there, which names no label (aliases are random).
 
 Where Landlock is missing (an old kernel, a container that filters the syscalls) the process runs
 without it and the judge's environment record says so: `sandbox` is "landlock ABI N" or "none: why".
+
+Root's powers go too (`drop_powers`). On the GPU machines the judge runs as root, so a kernel's
+process held every capability: through NVML (ctypes on libnvidia-ml) it could lock the GPU's clocks
+or power limit low after its own calls, and its parent's window would run on the slower GPU, which
+every timer, the judge's clock included, would count as the parent's time. The NVIDIA driver allows
+those settings to CAP_SYS_ADMIN only. The process drops every capability (effective, permitted,
+inheritable, ambient and the bounding set) and locks root's regaining them on exec (securebits),
+after CUDA has started and before the kernel is imported; the record then ends "; capabilities
+dropped" (or "; capabilities kept: why"). A process without capabilities (a user's own machine)
+has none to drop and the record says nothing more. Not covered: CUDA's own driver handles, opened
+before the drop, with the privilege they were opened with (reaching them means raw driver calls in
+native code: see the README's threat model).
 """
 from __future__ import annotations
 
@@ -27,6 +39,11 @@ _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_NO_CAP_AMBIENT_RAISE, each with its lock, and the lock
+# of SECBIT_KEEP_CAPS (left off): uid 0 gains nothing on exec, and none of it can be undone.
+_SECUREBITS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 6) | (1 << 7)
+_CAPS = ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb")
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 READ = EXECUTE | READ_FILE | READ_DIR
@@ -119,3 +136,44 @@ def restrict(read: list[str], write: list[str]) -> str:
     finally:
         os.close(rs)
     return f"landlock ABI {version}"
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def capabilities() -> dict[str, int]:
+    """This process's capability sets as /proc/self/status gives them (empty where it does not)."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v, 16) for k, _, v in (line.partition(":\t") for line in lines) if k in _CAPS}
+
+
+def drop_powers() -> str:
+    """Drop every capability this process holds, for good: "" when it held none (nothing to say),
+    "; capabilities dropped", or "; capabilities kept: why" when the kernel refused a step."""
+    held = capabilities()
+    if not any(held.values()):
+        return ""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def prctl(*args: int) -> bool:
+        return libc.prctl(*(ctypes.c_ulong(a) for a in (*args, 0, 0, 0, 0)[:5])) == 0
+
+    if not prctl(_PR_SET_SECUREBITS, _SECUREBITS):
+        return f"; capabilities kept: PR_SET_SECUREBITS failed (errno {ctypes.get_errno()})"
+    prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL)  # a kernel before 4.3 has no ambient set
+    for cap in range(held.get("CapBnd", 0).bit_length()):
+        if held["CapBnd"] >> cap & 1 and not prctl(_PR_CAPBSET_DROP, cap):
+            return f"; capabilities kept: PR_CAPBSET_DROP({cap}) failed (errno {ctypes.get_errno()})"
+    data = (_CapData * 2)()  # two 32-bit halves, every set empty
+    if libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data) != 0:  # _LINUX_CAPABILITY_VERSION_3
+        return f"; capabilities kept: capset failed (errno {ctypes.get_errno()})"
+    left = {k: v for k, v in capabilities().items() if v}
+    return f"; capabilities kept: {left} after dropping" if left else "; capabilities dropped"
