@@ -28,14 +28,14 @@ def src(name: str) -> dict:
     return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
 
 
-def run(stage: str, sources: dict, workloads: list, **settings) -> dict:
+def run(stage: str, sources: dict, workloads: list, env: dict | None = None, **settings) -> dict:
     s = {"device": "cuda", "trials": 3, "reps": 10, "warmup": 2, "min_rounds": 3, "max_rounds": 3,
          "timer": "cupti", **settings}
     if stage != "quick":
         s["timed"] = True
     job = {"version": 1, "stage": stage, "definition": DEF, "workloads": workloads, "sources": sources,
            "generator": None, "blob_root": ".", "seed": 3, "settings": s}
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, **(env or {})}
     return runner.run_worker(job, env, 300)
 
 
@@ -134,6 +134,23 @@ def test_a_kernel_cannot_lock_the_gpus_clocks():
     assert r["status"] == Status.PASSED, r
     if os.geteuid() == 0:
         assert all(s.endswith("; capabilities dropped") for s in out["environment"]["sandbox"]), out["environment"]
+
+
+def test_a_kernel_cannot_poison_the_judges_flush_in_its_triton_cache(tmp_path):
+    # Two jobs of the same candidate, each kernel's Triton cache under tmp_path. In the first the
+    # candidate overwrites the flush binary it finds in its own cache with a no-op lookalike; the second
+    # would load it and time every call with its inputs in L2 (24 MB a call here, half the H200's L2).
+    # The flush now compiles into the judge's own cache, outside the kernel's sandbox: nothing to find.
+    mid = dict(BIG, uuid="00000000-0000-4000-8000-0000000000b4", axes={"n": 1 << 21})
+    env_cache = {"TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    outs = [run("ab", {"parent": src("torch_honest"), "candidate": src("poisons_its_flush_cache")}, [mid],
+                env=env_cache) for _ in range(2)]
+    for out in outs:
+        r = out["labels"]["candidate"][mid["uuid"]]
+        assert r["status"] == Status.PASSED and r["ratio_vs_parent"] > 0.9, r
+    kernels = tmp_path / "triton" / "autogk-kernels"
+    assert not list(kernels.glob("*/*/_autogk_l2_flush.json")), "the flush compiled into a kernel's own cache"
+    assert list((tmp_path / "triton" / "autogk-judge").glob("*/_autogk_l2_flush.json"))
 
 
 def test_a_process_outside_the_job_busy_on_the_gpu_is_named_in_the_clocks_failure():

@@ -495,3 +495,24 @@ def _frames():
     while f is not None:
         yield f
         f = f.f_back
+
+
+def test_the_judges_own_triton_cache_is_out_of_a_kernels_reach(tmp_path, monkeypatch):
+    # The timer's L2 flush is a Triton kernel compiled in the kernel's process before the kernel is
+    # imported. In the kernel's own cache (which it may write) a kernel could swap the flush's binary
+    # for a no-op that the next job of the same kernel loads (tests/test_judge_gpu.py shows it on a
+    # GPU). The flush's cache is the judge's: neither readable nor writable from the sandbox.
+    from autogk_git.bench.judge import kernels, sandbox
+    env = {"TRITON_CACHE_DIR": str(tmp_path / "triton"), "HOME": str(tmp_path)}
+    k = kernels.RemoteKernel("candidate", {"kernel.py": "def run(x):\n    pass\n"}, tmp_path / "job", "cuda", env,
+                             0, lambda **e: None)
+    try:
+        judge = Path(k.env["AUTOGK_JUDGE_TRITON_CACHE"])
+        for var, value in k.env.items():
+            monkeypatch.setenv(var, value)
+        read, write = sandbox.kernel_paths(k.dir)
+        for p in map(Path, read + write):
+            assert not (judge == p or judge.is_relative_to(p) or p.is_relative_to(judge)), (p, judge)
+        assert Path(k.env["TRITON_CACHE_DIR"]) in map(Path, write)
+    finally:
+        kernels._CHILDREN.remove(k)

@@ -55,8 +55,19 @@ def triton_cache(files: dict, env: dict) -> Path:
     trunk's kernel keeps its cache as the parent), and no kernel's process may write another's
     (sandbox.kernel_paths). The name is a hash of the sources, never the label."""
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:20]
-    base = Path(env.get("TRITON_CACHE_DIR") or Path(env.get("HOME") or Path.home()) / ".triton" / "cache")
-    return base / "autogk-kernels" / digest
+    return _triton_base(env) / "autogk-kernels" / digest
+
+
+def judge_triton_cache(env: dict) -> Path:
+    """The Triton cache of the judge's own kernels in a kernel's process (the timer's L2 flush): filled
+    before the kernel is imported, and outside what its sandbox lets it read or write. In the kernel's
+    own cache a kernel could replace the flush's compiled binary with one that flushes nothing, and the
+    next job of the same kernel would load it: warm-L2 calls, a window the judge's clock confirms."""
+    return _triton_base(env) / "autogk-judge"
+
+
+def _triton_base(env: dict) -> Path:
+    return Path(env.get("TRITON_CACHE_DIR") or Path(env.get("HOME") or Path.home()) / ".triton" / "cache")
 
 
 class RemoteKernel:
@@ -81,7 +92,8 @@ class RemoteKernel:
         self.dir = write_files(self.alias, files, root)
         # Its scratch files in its own folder (removed with the judge's), where its sandbox lets it write.
         (self.dir / "tmp").mkdir()
-        self.env = dict(env, TMPDIR=str(self.dir / "tmp"), TRITON_CACHE_DIR=str(triton_cache(files, env)))
+        self.env = dict(env, TMPDIR=str(self.dir / "tmp"), TRITON_CACHE_DIR=str(triton_cache(files, env)),
+                        AUTOGK_JUDGE_TRITON_CACHE=str(judge_triton_cache(env)))
         self.sandbox = ""
         self.log = root / f"{self.alias}.log"
         self.emit = emit

@@ -54,6 +54,16 @@ def _autogk_l2_flush(ptr, n, BLOCK: tl.constexpr):
     tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
 
 
+def load_flush() -> None:
+    """Compile (or load) the flush kernel now, from the Triton cache TRITON_CACHE_DIR names now: a kernel's
+    process does this in the judge's cache before the kernel is imported (kernel_process.py). A launch
+    with the Timer's specialization (a 16-aligned buffer, a length divisible by 16 that fits in int32),
+    so every later launch finds it in Triton's in-memory cache and reads no file again."""
+    buf = torch.empty(4096, dtype=torch.int32, device="cuda")
+    _autogk_l2_flush[(1,)](buf, 4096, BLOCK=4096)
+    torch.cuda.synchronize()
+
+
 CUDA_LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
 STREAM_RATIO = 1.5   # device time above this many times the caller stream's elapsed time ...
 STREAM_SLACK_US = 2.0  # ... plus this per call (event resolution), is work off the caller's stream
