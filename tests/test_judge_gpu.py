@@ -137,10 +137,11 @@ def test_a_kernel_cannot_lock_the_gpus_clocks():
 
 
 def test_a_kernel_cannot_poison_the_judges_flush_in_its_triton_cache(tmp_path):
-    # Two jobs of the same candidate, each kernel's Triton cache under tmp_path. In the first the
-    # candidate overwrites the flush binary it finds in its own cache with a no-op lookalike; the second
-    # would load it and time every call with its inputs in L2 (24 MB a call here, half the H200's L2).
-    # The flush now compiles into the judge's own cache, outside the kernel's sandbox: nothing to find.
+    # Two jobs of the same candidate, Triton's cache folder under tmp_path. In the first the candidate
+    # overwrites the flush binary it finds in its own cache with a no-op lookalike; the second would load
+    # it and time every call with its inputs in L2 (24 MB a call here, half the H200's L2). The flush now
+    # compiles into the judge's own cache, outside the kernel's sandbox, and a kernel's own cache is
+    # made afresh each job: nothing to find, nothing kept.
     mid = dict(BIG, uuid="00000000-0000-4000-8000-0000000000b4", axes={"n": 1 << 21})
     env_cache = {"TRITON_CACHE_DIR": str(tmp_path / "triton")}
     outs = [run("ab", {"parent": src("torch_honest"), "candidate": src("poisons_its_flush_cache")}, [mid],
@@ -148,9 +149,24 @@ def test_a_kernel_cannot_poison_the_judges_flush_in_its_triton_cache(tmp_path):
     for out in outs:
         r = out["labels"]["candidate"][mid["uuid"]]
         assert r["status"] == Status.PASSED and r["ratio_vs_parent"] > 0.9, r
-    kernels = tmp_path / "triton" / "autogk-kernels"
-    assert not list(kernels.glob("*/*/_autogk_l2_flush.json")), "the flush compiled into a kernel's own cache"
     assert list((tmp_path / "triton" / "autogk-judge").glob("*/_autogk_l2_flush.json"))
+
+
+def test_a_kernel_cannot_leave_slow_binaries_for_its_turn_as_the_parent(tmp_path):
+    # Job 1: the planted kernel, as the candidate, compiles its kernel and then replaces the binary in
+    # its Triton cache with a slower one (the same kernel, each program repeating its work 8 times).
+    # Job 2: the same source is the parent (kept, now the trunk) and an honest copy of its algorithm the
+    # candidate. A parent that loaded job 1's binary would run ~8x slower and the copy would look
+    # that much faster. A kernel's cache is now made afresh each job.
+    env_cache = {"TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    first = run("ab", {"parent": src("honest"), "candidate": src("slows_itself_for_later")}, [SMALL, BIG],
+                env=env_cache)
+    for r in first["labels"]["candidate"].values():
+        assert r["status"] == Status.PASSED, r
+    second = run("ab", {"parent": src("slows_itself_for_later"), "candidate": src("honest")}, [SMALL, BIG],
+                 env=env_cache)
+    for r in second["labels"]["candidate"].values():
+        assert r["status"] == Status.PASSED and r["ratio_vs_parent"] > 0.8, r
 
 
 def test_a_process_outside_the_job_busy_on_the_gpu_is_named_in_the_clocks_failure():

@@ -407,8 +407,8 @@ def test_a_kernel_cannot_read_the_project_or_signal_its_sibling(tmp_path):
 PLANTS = '''import os, pathlib, torch
 PLANTED = []
 mine = pathlib.Path(os.environ.get("TRITON_CACHE_DIR") or pathlib.Path.home() / ".triton" / "cache" / "mine")
-for where in (mine.parent / "another-kernel",
-              pathlib.Path.home() / ".triton" / "cache" / "another-kernel"):
+shared = pathlib.Path.home() / ".triton" / "cache"
+for where in (mine.parent.parent / "another-kernel", shared / "another-kernel", shared / "autogk-judge"):
     try:
         where.mkdir(parents=True, exist_ok=True)
         (where / "planted.cubin").write_bytes(b"slow")
@@ -424,8 +424,8 @@ def run(x, bias, scale, out):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock is Linux's")
 def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
-    # Each kernel's Triton cache is its own folder (named by its sources); the other kernels' and the
-    # shared cache are out of its sandbox's reach.
+    # Each kernel's Triton cache is a folder of its own folder, made afresh each job; the job's other
+    # folders, the shared cache and the judge's own cache are out of its sandbox's reach.
     from autogk_git.bench.judge import sandbox
     if sandbox.abi() < 1:
         pytest.skip("needs Landlock")
@@ -436,6 +436,7 @@ def test_a_kernel_can_write_only_its_own_compiler_cache(tmp_path):
     out = runner.run_worker(j, env, 300)
     assert out["labels"]["candidate"][WLS[0]["uuid"]]["status"] == "PASSED", out["labels"]
     assert not list((tmp_path / ".triton" / "cache").glob("*/planted.cubin"))
+    assert not list(tmp_path.glob("**/another-kernel/planted.cubin"))
 
 
 def test_figures_rewritten_in_the_kernel_process_disagree_with_the_judges_clock():
@@ -516,3 +517,22 @@ def test_the_judges_own_triton_cache_is_out_of_a_kernels_reach(tmp_path, monkeyp
         assert Path(k.env["TRITON_CACHE_DIR"]) in map(Path, write)
     finally:
         kernels._CHILDREN.remove(k)
+
+
+def test_a_kernels_triton_cache_is_made_afresh_each_job(tmp_path):
+    # A cache kept for the same source across jobs is written by that source's own code: it could leave
+    # slow binaries of its own kernel there for its next job as the parent (tests/test_judge_gpu.py
+    # plants it on a GPU). Two jobs of one source get two caches, each inside that job's kernel folder.
+    from autogk_git.bench.judge import kernels
+    env = {"TRITON_CACHE_DIR": str(tmp_path / "triton"), "HOME": str(tmp_path)}
+    files = {"kernel.py": "def run(x):\n    pass\n"}
+    made = [kernels.RemoteKernel("parent", files, tmp_path / f"job{i}", "cuda", env, 0, lambda **e: None)
+            for i in range(2)]
+    try:
+        caches = [Path(k.env["TRITON_CACHE_DIR"]) for k in made]
+        assert caches[0] != caches[1]
+        for k, cache in zip(made, caches):
+            assert cache.is_relative_to(k.dir), (cache, k.dir)
+    finally:
+        for k in made:
+            kernels._CHILDREN.remove(k)

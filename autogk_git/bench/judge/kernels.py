@@ -2,8 +2,6 @@
 requests over a socket pair; the job's limits and the ending of every process a kernel started."""
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import secrets
@@ -50,12 +48,13 @@ def timeout_message(doing: str) -> str:
     return f"no result within {w:.0f} s, one workload's share of the job's {j:.0f} s limit (while {doing})"
 
 
-def triton_cache(files: dict, env: dict) -> Path:
-    """A kernel's own Triton cache, named by its sources: compiled once per kernel across jobs (the
-    trunk's kernel keeps its cache as the parent), and no kernel's process may write another's
-    (sandbox.kernel_paths). The name is a hash of the sources, never the label."""
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:20]
-    return _triton_base(env) / "autogk-kernels" / digest
+def triton_cache(kernel_dir: Path) -> Path:
+    """A kernel's own Triton cache: a folder of its folder in this job, so made afresh every job and
+    removed with it. A cache kept across jobs is written by the kernel it compiles for, which can swap
+    its binaries afterwards: an experiment that left slow binaries of its own kernel in a reused cache
+    would run slowly as the next experiment's parent (its next job), and any candidate would look
+    faster. The price: the parent compiles again each job (on CPU the interpreter compiles nothing)."""
+    return kernel_dir / "triton"
 
 
 def judge_triton_cache(env: dict) -> Path:
@@ -92,7 +91,7 @@ class RemoteKernel:
         self.dir = write_files(self.alias, files, root)
         # Its scratch files in its own folder (removed with the judge's), where its sandbox lets it write.
         (self.dir / "tmp").mkdir()
-        self.env = dict(env, TMPDIR=str(self.dir / "tmp"), TRITON_CACHE_DIR=str(triton_cache(files, env)),
+        self.env = dict(env, TMPDIR=str(self.dir / "tmp"), TRITON_CACHE_DIR=str(triton_cache(self.dir)),
                         AUTOGK_JUDGE_TRITON_CACHE=str(judge_triton_cache(env)))
         self.sandbox = ""
         self.log = root / f"{self.alias}.log"

@@ -80,8 +80,8 @@ def abi() -> int:
 def kernel_paths(kernel_dir: Path) -> tuple[list[str], list[str]]:
     """(read, read-write) folders of a kernel's process: libraries, its folder, devices, its caches.
 
-    Writable caches are this kernel's own only: its Triton cache (TRITON_CACHE_DIR, one folder per
-    kernel source, set by the judge: kernels.RemoteKernel) and its TMPDIR. The shared bytecode cache is
+    Writable caches are this kernel's own only: its Triton cache (TRITON_CACHE_DIR, a folder of its own
+    folder, made afresh each job: kernels.triton_cache) and its TMPDIR. The shared bytecode cache is
     read-only here: a kernel that could write there, or into another kernel's Triton cache, could
     plant a slow compiled copy of its parent's code (the parent's process would load it) and look
     faster than it is. Python skips a bytecode file it cannot write; CUDA's JIT cache is left out."""
