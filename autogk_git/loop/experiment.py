@@ -122,7 +122,8 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     """Benchmark an experiment commit and decide; writes nothing, so several may run at once."""
     from autogk_git.bench.backends import get_backend
     from autogk_git.bench.stages import benchmark
-    from autogk_git.loop.verdict import rule_for
+    from autogk_git.loop import drift
+    from autogk_git.loop.verdict import parent_latencies, rule_for
 
     meta = experiment_meta(project, sha)
     parent = meta["parent"]
@@ -147,6 +148,11 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     else:
         bench = benchmark(target, backend, cand_src, parent_src, config, seed, progress=say)
         verdict = rule_for(bench).decide(bench, config)
+        # A keep also needs the trunk's kernel to run, as the parent, as fast as when it was kept.
+        verdict = drift.check(project.root, against, bench, verdict,
+                              parent_latencies((bench.get("stages") or {}).get("ab") or {}),
+                              lambda kept: kernels.sources_at(project.root, target, kept) == parent_src,
+                              float(getattr(config.bench, "parent_drift", drift.DRIFT)))
     if against and parent and against != parent:  # a tree node's child: the judge's "parent" is the trunk
         verdict = dict(verdict, reason=f"{verdict['reason']}; its parent here is the trunk at {against[:10]}, which "
                                        f"it was measured against (it branched from the search node {parent[:10]})")

@@ -29,6 +29,9 @@ def metrics_of(result: dict[str, Any]) -> dict[str, float]:
     for k, v in (result.get("verdict") or {}).items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[f"verdict.{k}"] = float(v)
+    drift = (result.get("verdict") or {}).get("parent_drift")
+    if isinstance(drift, dict) and isinstance(drift.get("ratio"), (int, float)):
+        out["verdict.parent_drift_ratio"] = float(drift["ratio"])  # the trunk's kernel now / at its keep
     for k, v in (result.get("cost") or {}).items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[f"cost.{k}"] = float(v)

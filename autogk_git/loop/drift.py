@@ -1,0 +1,83 @@
+"""The parent held to its own past: a keep needs the trunk's kernel to run as fast, as the parent, as it
+ran when it was kept.
+
+Every verdict compares a candidate with its parent timed in the same rounds, so anything that slows the
+parent's windows alone (a clock lock, slow binaries left in a cache the parent loads, another process on
+the GPU during its windows, work left running into them) reads as the candidate's speedup, and every timer
+agrees, the judge's clock too. The judge closes each way it knows of; this check closes them together,
+after the fact, for the trunk's kernels: the trunk's tip is the merge of a kept experiment, whose note
+holds that kernel's per-workload latency as the candidate then. When the same kernel now runs slower as
+the parent, by more than `[bench] parent_drift` (geometric mean over the workloads timed both times, same
+backend, GPU and timer), the keep is blocked as a harness error: the comparison says nothing about the
+candidate. On the H200 the trunk's kernel as the next experiments' parent ran within ~2 % of its own
+keep on every workload (the tuner, 2026-12-04), so 10 % leaves a wide margin for an honest machine.
+
+Not covered: a trunk start with no kept experiment behind it (the first keep of a run), a merge whose
+kernel is not the kept experiment's own (changes combined), a keep measured elsewhere (another GPU,
+driver or timer: the figures are not comparable), and a parent slowed by less than the limit (the guard
+and the judge's own checks remain).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from autogk_git.git import repo
+from autogk_git.record import notes, refs
+
+DRIFT = 0.10
+"""`[bench] parent_drift`'s default: how much slower than at its keep the trunk's kernel may run as the parent."""
+
+
+def kept_latencies(root: Path, trunk_commit: str) -> tuple[str, dict[str, Any], dict[str, float]] | None:
+    """(experiment commit, its result, {workload: latency_us}) of the kept experiment whose merge is
+    `trunk_commit`, as that experiment's candidate; None where the commit is no such merge."""
+    info = repo.commit_info(root, [trunk_commit]).get(trunk_commit) or {}
+    parents = (info.get("parents") or "").split()
+    if len(parents) < 2:
+        return None
+    text = repo.read_note(root, refs.NOTES_RESULTS, parents[1])
+    prev = notes.parse_result(text, parents[1]) if text else None
+    if not prev or (prev.get("verdict") or {}).get("decision") != "keep":
+        return None
+    cand = ((((prev.get("stages") or {}).get("ab") or {}).get("workloads") or {}).get("candidate") or {})
+    lat = {u: float(w["latency_us"]) for u, w in cand.items()
+           if w.get("status") == "PASSED" and isinstance(w.get("latency_us"), (int, float)) and w["latency_us"] > 0}
+    return (parents[1], prev, lat) if lat else None
+
+
+def _where(result: dict[str, Any]) -> tuple:
+    """What must match for two latencies to compare: backend, GPU, driver and the ab stage's timer."""
+    env = result.get("environment") or {}
+    ab = (((result.get("stages") or {}).get("ab") or {}).get("ab") or {})
+    return result.get("backend"), env.get("gpu"), env.get("driver"), ab.get("timer")
+
+
+def check(root: Path, against: str | None, bench: dict[str, Any], verdict: dict[str, Any],
+          parent_now: dict[str, float], same_kernel: Callable[[str], bool], limit: float = DRIFT) -> dict[str, Any]:
+    """The verdict, with `parent_drift` recorded where the parent's past was found, and a keep blocked
+    (a harness error) where the parent ran more than `limit` slower than at its own keep.
+
+    same_kernel(commit): whether the kept experiment's commit holds the parent's kernel files (a merge
+    that combined changes holds another kernel, whose past says nothing about this one)."""
+    if verdict.get("decision") != "keep" or not against or limit <= 0:
+        return verdict
+    found = kept_latencies(root, against)
+    if found is None or not same_kernel(found[0]):
+        return verdict
+    sha, prev, then = found
+    common = sorted(u for u in parent_now if u in then and parent_now[u] > 0)
+    if not common or _where(prev) != _where(bench):
+        return verdict
+    ratio = math.exp(sum(math.log(parent_now[u] / then[u]) for u in common) / len(common))
+    info = {"ratio": round(ratio, 4), "kept_commit": sha, "workloads": len(common), "limit": limit}
+    if ratio <= 1.0 + limit:
+        return {**verdict, "parent_drift": info}
+    reason = (f"harness error: the parent (the trunk's kernel) ran {ratio - 1:.1%} slower than when it was kept "
+              f"({sha[:10]}; geometric mean over {len(common)} workload(s) timed both times), beyond "
+              f"[bench] parent_drift = {limit:g}: something slowed the parent's windows (another process on the "
+              f"GPU, the GPU's clocks, a kernel that left its mark), so the candidate's ratio says nothing; the "
+              f"keep is blocked. The comparison said: {verdict.get('reason', '')}")
+    return {**verdict, "decision": "revert", "outcome": "harness_error", "reason": reason, "parent_drift": info,
+            "overruled_decision": "keep"}

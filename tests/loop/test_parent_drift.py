@@ -1,0 +1,116 @@
+"""The parent held to its own past (loop/drift.py): an experiment whose parent, the trunk's kernel, ran
+slower than when that kernel was kept is no keep, whatever slowed it. A real project and git history (a
+kept experiment merged into the trunk, its result note, the next experiment on top); the benchmark is a
+timed one's result as a GPU backend returns it, since the CPU interpreter times nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autogk_git.loop import experiment
+from autogk_git.project import Project
+from autogk_git.record import notes
+from autogk_git.record.experiments import ensure_trunk
+from conftest import git
+
+KERNEL = "kernels/scale/kernel.py"
+ENV = {"gpu": "NVIDIA H200", "driver": "580.159.04"}
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+
+
+@pytest.fixture
+def project(small_project):
+    return small_project
+
+
+def commit_kernel(root, branch: str, start: str, line: str) -> str:
+    git(root, "checkout", "-q", "-b", branch, start)
+    (root / KERNEL).write_text((root / KERNEL).read_text() + f"# {line}\n")
+    git(root, *NO_HOOKS, "commit", "-qam", line)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def workloads(root) -> list[str]:
+    return [json.loads(ln)["workload"]["uuid"] for ln in (root / "kernels/scale/workloads.jsonl").read_text().splitlines()]
+
+
+def timed_bench(uuids: list[str], parent_us: float, candidate_us: float, gpu: str = "NVIDIA H200") -> dict:
+    """What a GPU backend's ab stage returns, cut to what the verdict and the note read."""
+    wl = {u: {"status": "PASSED", "latency_us": candidate_us, "method": "cupti"} for u in uuids}
+    par = {u: {"status": "PASSED", "latency_us": parent_us, "method": "cupti"} for u in uuids}
+    return {"backend": "local", "timing": {"method": "cupti"}, "correct": True, "environment": dict(ENV, gpu=gpu),
+            "stages": {"ab": {"ab": {"timer": "cupti", "rounds": 5,
+                                     "workloads": [{"uuid": u, "base_latency_us": parent_us} for u in uuids]},
+                              "workloads": {"candidate": wl, "parent": par}}},
+            "cost": {"gpu_s": 1.0}}
+
+
+class Keep:
+    """The paired-ratio rule's keep, as it would read these figures."""
+
+    def decide(self, bench, config):
+        return {"rule": "paired-ratio", "decision": "keep", "outcome": "keep", "figures": "",
+                "reason": "faster than its parent by 30.0%"}
+
+
+def kept_then_next(root, then_us: float, trunk_change: bool = False) -> tuple[str, str]:
+    """A kept experiment (its note: candidate at then_us on every workload) merged into the trunk, and
+    the next experiment committed on top of that merge; returns (kept commit, next commit). trunk_change:
+    the trunk moved first (its kernel's first line), so the merge combines the two changes."""
+    p = Project.find(root)
+    start = ensure_trunk(p, lambda s: None)
+    kept = commit_kernel(root, "autogk/scale/0001-kept", start, "kept")
+    note = {"commit": kept, "target": "scale", "experiment": 1, "backend": "local", "environment": ENV,
+            "verdict": {"decision": "keep", "reason": "faster"}, "correct": True,
+            "stages": timed_bench(workloads(root), then_us * 1.4, then_us)["stages"]}
+    git(root, "notes", "--ref", "autogk/results", "add", "-m", notes.format_result(note), kept)
+    git(root, "checkout", "-q", p.trunk)
+    if trunk_change:
+        (root / KERNEL).write_text("# the trunk's own change\n" + (root / KERNEL).read_text())
+        git(root, *NO_HOOKS, "commit", "-qam", "trunk: a change of its own")
+    git(root, *NO_HOOKS, "merge", "-q", "--no-ff", "-m", "autogk: keep scale #0001", kept)
+    assert len(git(root, "log", "-1", "--format=%P").split()) == 2
+    merge = git(root, "rev-parse", "HEAD").strip()
+    nxt = commit_kernel(root, "autogk/scale/0002-next", merge, "next")
+    return kept, nxt
+
+
+def assess(root, sha: str, bench: dict, monkeypatch) -> dict:
+    monkeypatch.setattr("autogk_git.bench.stages.benchmark", lambda *a, **k: bench)
+    monkeypatch.setattr("autogk_git.loop.verdict.rule_for", lambda b: Keep())
+    return experiment.assess(Project.find(root), "scale", 2, sha, "autogk/scale/0002-next", lambda s: None)
+
+
+def test_a_parent_slower_than_at_its_own_keep_blocks_the_keep(project, monkeypatch):
+    # The trunk's kernel ran at 10 us as the kept candidate; as this experiment's parent it runs at 13 us
+    # (a lock on the GPU's clocks, slow binaries it loaded, another process in its windows): the
+    # candidate's 7 us "30 % faster" is measured against a slowed parent. Without the check: kept.
+    kept, nxt = kept_then_next(project, then_us=10.0)
+    result = assess(project, nxt, timed_bench(workloads(project), parent_us=13.0, candidate_us=7.0), monkeypatch)
+    v = result["verdict"]
+    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
+    assert "30.0% slower than when it was kept" in v["reason"] and kept[:10] in v["reason"], v["reason"]
+    assert v["parent_drift"]["ratio"] == pytest.approx(1.3) and v["overruled_decision"] == "keep"
+
+
+def test_a_parent_as_fast_as_at_its_keep_lets_the_keep_stand_and_says_so(project, monkeypatch):
+    _, nxt = kept_then_next(project, then_us=10.0)
+    result = assess(project, nxt, timed_bench(workloads(project), parent_us=10.2, candidate_us=7.0), monkeypatch)
+    v = result["verdict"]
+    assert v["decision"] == "keep", v
+    assert v["parent_drift"]["ratio"] == pytest.approx(1.02) and v["parent_drift"]["workloads"] == 2
+
+
+def test_figures_from_another_gpu_are_not_compared(project, monkeypatch):
+    _, nxt = kept_then_next(project, then_us=10.0)
+    result = assess(project, nxt, timed_bench(workloads(project), 13.0, 7.0, gpu="NVIDIA B200"), monkeypatch)
+    assert result["verdict"]["decision"] == "keep" and "parent_drift" not in result["verdict"]
+
+
+def test_a_trunk_kernel_that_is_not_the_kept_experiments_own_is_not_compared(project, monkeypatch):
+    # The merge combined the kept experiment with a change already on the trunk: its kernel is neither
+    # side's, and the kept experiment's figures are another kernel's.
+    _, nxt = kept_then_next(project, then_us=10.0, trunk_change=True)
+    result = assess(project, nxt, timed_bench(workloads(project), 13.0, 7.0), monkeypatch)
+    assert result["verdict"]["decision"] == "keep" and "parent_drift" not in result["verdict"]
