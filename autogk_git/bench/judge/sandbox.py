@@ -157,7 +157,9 @@ def capabilities() -> dict[str, int]:
 
 def drop_powers() -> str:
     """Drop every capability this process holds, for good: "" when it held none (nothing to say),
-    "; capabilities dropped", or "; capabilities kept: why" when the kernel refused a step."""
+    "; capabilities dropped" when none is left in any set (the bounding set too, so root's exec regains
+    none), or "; capabilities kept: SETS (why)" when the kernel refused a step. Each step is tried
+    whatever the one before did: a container without CAP_SETPCAP still empties the other sets."""
     held = capabilities()
     if not any(held.values()):
         return ""
@@ -166,14 +168,17 @@ def drop_powers() -> str:
     def prctl(*args: int) -> bool:
         return libc.prctl(*(ctypes.c_ulong(a) for a in (*args, 0, 0, 0, 0)[:5])) == 0
 
+    failed = []
     if not prctl(_PR_SET_SECUREBITS, _SECUREBITS):
-        return f"; capabilities kept: PR_SET_SECUREBITS failed (errno {ctypes.get_errno()})"
+        failed.append(f"PR_SET_SECUREBITS errno {ctypes.get_errno()}")
     prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL)  # a kernel before 4.3 has no ambient set
     for cap in range(held.get("CapBnd", 0).bit_length()):
         if held["CapBnd"] >> cap & 1 and not prctl(_PR_CAPBSET_DROP, cap):
-            return f"; capabilities kept: PR_CAPBSET_DROP({cap}) failed (errno {ctypes.get_errno()})"
+            failed.append(f"PR_CAPBSET_DROP errno {ctypes.get_errno()}")
+            break
     data = (_CapData * 2)()  # two 32-bit halves, every set empty
     if libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data) != 0:  # _LINUX_CAPABILITY_VERSION_3
-        return f"; capabilities kept: capset failed (errno {ctypes.get_errno()})"
-    left = {k: v for k, v in capabilities().items() if v}
-    return f"; capabilities kept: {left} after dropping" if left else "; capabilities dropped"
+        failed.append(f"capset errno {ctypes.get_errno()}")
+    left = sorted(k for k, v in capabilities().items() if v)
+    return f"; capabilities kept: {', '.join(left)} ({'; '.join(failed) or 'still held'})" if left \
+        else "; capabilities dropped"
