@@ -4,8 +4,11 @@ ran when it was kept.
 Every verdict compares a candidate with its parent timed in the same rounds, so anything that slows the
 parent's windows alone (a clock lock, slow binaries left in a cache the parent loads, another process on
 the GPU during its windows, work left running into them) reads as the candidate's speedup, and every timer
-agrees, the judge's clock too. The judge closes each way it knows of; this check closes them together,
-after the fact, for the trunk's kernels: the trunk's tip is the merge of a kept experiment, whose note
+agrees, the judge's clock too. The parent's own code can do it as well: a kernel that runs fast in its
+own experiment and slowly afterwards (a marker in /dev/shm, which its sandbox leaves writable for CUDA, or
+a clock it reads: "slow after T") is kept, then makes a no-op candidate look faster as its parent. The
+judge closes each way it knows of; this check closes them together, after the fact, for the trunk's
+kernels: the trunk's tip is the merge of a kept experiment, whose note
 holds that kernel's per-workload latency as the candidate then. When the same kernel now runs slower as
 the parent, by more than `[bench] parent_drift` (geometric mean over the workloads timed both times, same
 backend, GPU and timer), the keep is blocked as a harness error: the comparison says nothing about the
