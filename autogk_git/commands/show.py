@@ -85,6 +85,11 @@ def show(number, target, as_json) -> int:
         if against and against != result.get("parent"):
             click.echo(f"branched from: {str(result.get('parent'))[:10]} (a search node); timed against the trunk at "
                        f"{against[:10]}")
+        drift = v.get("parent_drift")
+        if isinstance(drift, dict) and drift.get("ratio"):
+            click.echo(f"the parent against its own keep: {drift['ratio']:.4f}x its latency then "
+                       f"({str(drift.get('kept_commit'))[:10]}, {drift.get('workloads')} workload(s); limit "
+                       f"{1 + float(drift.get('limit', 0)):.2f}x)")
         near = floor.line(result.get("floor") or floor.of(result), v.get("workload_axes") or None)
         if near:
             trunk_near = floor.line(result.get("floor") or floor.of(result), label="parent")

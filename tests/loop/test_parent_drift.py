@@ -12,7 +12,7 @@ from autogk_git.loop import experiment
 from autogk_git.project import Project
 from autogk_git.record import notes
 from autogk_git.record.experiments import ensure_trunk
-from conftest import git
+from conftest import autogk_in, git
 
 KERNEL = "kernels/scale/kernel.py"
 ENV = {"gpu": "NVIDIA H200", "driver": "580.159.04"}
@@ -95,11 +95,16 @@ def test_a_parent_slower_than_at_its_own_keep_blocks_the_keep(project, monkeypat
 
 
 def test_a_parent_as_fast_as_at_its_keep_lets_the_keep_stand_and_says_so(project, monkeypatch):
-    _, nxt = kept_then_next(project, then_us=10.0)
+    kept, nxt = kept_then_next(project, then_us=10.0)
     result = assess(project, nxt, timed_bench(workloads(project), parent_us=10.2, candidate_us=7.0), monkeypatch)
     v = result["verdict"]
     assert v["decision"] == "keep", v
     assert v["parent_drift"]["ratio"] == pytest.approx(1.02) and v["parent_drift"]["workloads"] == 2
+    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "0")
+    experiment.record(Project.find(project), result, lambda s: None)
+    out = autogk_in(project, "show", "2").stdout
+    assert f"the parent against its own keep: 1.0200x its latency then ({kept[:10]}, 2 workload(s); limit 1.10x)" \
+        in out, out
 
 
 def test_figures_from_another_gpu_are_not_compared(project, monkeypatch):
