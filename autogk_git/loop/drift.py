@@ -59,12 +59,13 @@ def _where(result: dict[str, Any]) -> tuple:
 
 def check(root: Path, against: str | None, bench: dict[str, Any], verdict: dict[str, Any],
           parent_now: dict[str, float], same_kernel: Callable[[str], bool], limit: float = DRIFT) -> dict[str, Any]:
-    """The verdict, with `parent_drift` recorded where the parent's past was found, and a keep blocked
-    (a harness error) where the parent ran more than `limit` slower than at its own keep.
+    """The verdict, with `parent_drift` recorded wherever the parent's past was found (whatever the
+    decision: the figures show how steady the trunk's kernels are), and a keep blocked (a harness error)
+    where the parent ran more than `limit` slower than at its own keep.
 
     same_kernel(commit): whether the kept experiment's commit holds the parent's kernel files (a merge
     that combined changes holds another kernel, whose past says nothing about this one)."""
-    if verdict.get("decision") != "keep" or not against or limit <= 0:
+    if not against or limit <= 0 or not parent_now:
         return verdict
     found = kept_latencies(root, against)
     if found is None or not same_kernel(found[0]):
@@ -75,7 +76,7 @@ def check(root: Path, against: str | None, bench: dict[str, Any], verdict: dict[
         return verdict
     ratio = math.exp(sum(math.log(parent_now[u] / then[u]) for u in common) / len(common))
     info = {"ratio": round(ratio, 4), "kept_commit": sha, "workloads": len(common), "limit": limit}
-    if ratio <= 1.0 + limit:
+    if ratio <= 1.0 + limit or verdict.get("decision") != "keep":
         return {**verdict, "parent_drift": info}
     reason = (f"harness error: the parent (the trunk's kernel) ran {ratio - 1:.1%} slower than when it was kept "
               f"({sha[:10]}; geometric mean over {len(common)} workload(s) timed both times), beyond "

@@ -119,3 +119,16 @@ def test_a_trunk_kernel_that_is_not_the_kept_experiments_own_is_not_compared(pro
     _, nxt = kept_then_next(project, then_us=10.0, trunk_change=True)
     result = assess(project, nxt, timed_bench(workloads(project), 13.0, 7.0), monkeypatch)
     assert result["verdict"]["decision"] == "keep" and "parent_drift" not in result["verdict"]
+
+
+def test_the_drift_is_recorded_on_a_revert_too_and_blocks_nothing_more(project, monkeypatch):
+    class Revert(Keep):
+        def decide(self, bench, config):
+            return dict(super().decide(bench, config), decision="revert", outcome="inconclusive", reason="inconclusive")
+
+    _, nxt = kept_then_next(project, then_us=10.0)
+    monkeypatch.setattr("autogk_git.bench.stages.benchmark",
+                        lambda *a, **k: timed_bench(workloads(project), parent_us=13.0, candidate_us=13.0))
+    monkeypatch.setattr("autogk_git.loop.verdict.rule_for", lambda b: Revert())
+    v = experiment.assess(Project.find(project), "scale", 2, nxt, "autogk/scale/0002-next", lambda s: None)["verdict"]
+    assert v["outcome"] == "inconclusive" and v["parent_drift"]["ratio"] == pytest.approx(1.3), v
