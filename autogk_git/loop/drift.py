@@ -22,31 +22,28 @@ and the judge's own checks remain).
 """
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Any, Callable
 
 from autogk_git.git import repo
-from autogk_git.record import notes, refs
+from autogk_git.project import Project
+from autogk_git.record import figures
+from autogk_git.record.experiments import load_result
 
 DRIFT = 0.10
 """`[bench] parent_drift`'s default: how much slower than at its keep the trunk's kernel may run as the parent."""
 
 
-def kept_latencies(root: Path, trunk_commit: str) -> tuple[str, dict[str, Any], dict[str, float]] | None:
+def kept_latencies(project: Project, trunk_commit: str) -> tuple[str, dict[str, Any], dict[str, float]] | None:
     """(experiment commit, its result, {workload: latency_us}) of the kept experiment whose merge is
     `trunk_commit`, as that experiment's candidate; None where the commit is no such merge."""
-    info = repo.commit_info(root, [trunk_commit]).get(trunk_commit) or {}
+    info = repo.commit_info(project.root, [trunk_commit]).get(trunk_commit) or {}
     parents = (info.get("parents") or "").split()
     if len(parents) < 2:
         return None
-    text = repo.read_note(root, refs.NOTES_RESULTS, parents[1])
-    prev = notes.parse_result(text, parents[1]) if text else None
+    prev = load_result(project, parents[1])
     if not prev or (prev.get("verdict") or {}).get("decision") != "keep":
         return None
-    cand = ((((prev.get("stages") or {}).get("ab") or {}).get("workloads") or {}).get("candidate") or {})
-    lat = {u: float(w["latency_us"]) for u, w in cand.items()
-           if w.get("status") == "PASSED" and isinstance(w.get("latency_us"), (int, float)) and w["latency_us"] > 0}
+    lat = {u: t for u, t in figures.latencies(prev).items() if t > 0}
     return (parents[1], prev, lat) if lat else None
 
 
@@ -57,7 +54,7 @@ def _where(result: dict[str, Any]) -> tuple:
     return result.get("backend"), env.get("gpu"), env.get("driver"), ab.get("timer")
 
 
-def check(root: Path, against: str | None, bench: dict[str, Any], verdict: dict[str, Any],
+def check(project: Project, against: str | None, bench: dict[str, Any], verdict: dict[str, Any],
           parent_now: dict[str, float], same_kernel: Callable[[str], bool], limit: float = DRIFT) -> dict[str, Any]:
     """The verdict, with `parent_drift` recorded wherever the parent's past was found (whatever the
     decision: the figures show how steady the trunk's kernels are), and a keep blocked (a harness error)
@@ -67,14 +64,14 @@ def check(root: Path, against: str | None, bench: dict[str, Any], verdict: dict[
     that combined changes holds another kernel, whose past says nothing about this one)."""
     if not against or limit <= 0 or not parent_now:
         return verdict
-    found = kept_latencies(root, against)
+    found = kept_latencies(project, against)
     if found is None or not same_kernel(found[0]):
         return verdict
     sha, prev, then = found
     common = sorted(u for u in parent_now if u in then and parent_now[u] > 0)
     if not common or _where(prev) != _where(bench):
         return verdict
-    ratio = math.exp(sum(math.log(parent_now[u] / then[u]) for u in common) / len(common))
+    ratio = figures.geomean([parent_now[u] / then[u] for u in common])
     info = {"ratio": round(ratio, 4), "kept_commit": sha, "workloads": len(common), "limit": limit}
     if ratio <= 1.0 + limit or verdict.get("decision") != "keep":
         return {**verdict, "parent_drift": info}

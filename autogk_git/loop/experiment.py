@@ -149,7 +149,7 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
         bench = benchmark(target, backend, cand_src, parent_src, config, seed, progress=say)
         verdict = rule_for(bench).decide(bench, config)
         # A keep also needs the trunk's kernel to run, as the parent, as fast as when it was kept.
-        verdict = drift.check(project.root, against, bench, verdict,
+        verdict = drift.check(project, against, bench, verdict,
                               parent_latencies((bench.get("stages") or {}).get("ab") or {}),
                               lambda kept: kernels.sources_at(project.root, target, kept) == parent_src,
                               float(getattr(config.bench, "parent_drift", drift.DRIFT)))
