@@ -123,7 +123,8 @@ def main(argv: list[str]) -> int:
     # The judge's own Triton kernel (the timer's L2 flush) is compiled or loaded from the judge's cache,
     # which the sandbox below keeps out of the kernel's reach; the kernel's own cache from then on.
     own_cache, judge_cache = os.environ.get("TRITON_CACHE_DIR"), os.environ.pop("AUTOGK_JUDGE_TRITON_CACHE", "")
-    if timing is not None and judge_cache:
+    judge_cache = judge_cache if timing is not None else ""  # on CPU no Triton kernel of the judge's runs here
+    if judge_cache:
         os.environ["TRITON_CACHE_DIR"] = judge_cache
         try:
             timing.load_flush()

@@ -54,13 +54,23 @@ def _autogk_l2_flush(ptr, n, BLOCK: tl.constexpr):
     tl.store(ptr + offs, tl.zeros([BLOCK], dtype=tl.int32), mask=offs < n)
 
 
+def _l2_bytes() -> int:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or 50 << 20)
+
+
+def _flush_len(l2_bytes: int) -> int:
+    """The flush buffer's length in int32s: twice the L2, at least 8 MB."""
+    return max(2 * l2_bytes, 8 << 20) // 4
+
+
 def load_flush() -> None:
     """Compile (or load) the flush kernel now, from the Triton cache TRITON_CACHE_DIR names now: a kernel's
-    process does this in the judge's cache before the kernel is imported (kernel_process.py). A launch
-    with the Timer's specialization (a 16-aligned buffer, a length divisible by 16 that fits in int32),
-    so every later launch finds it in Triton's in-memory cache and reads no file again."""
+    process does this in the judge's cache before the kernel is imported (kernel_process.py). One program
+    over a small buffer, with the Timer's own length (masked past the buffer's end), so the launch has the
+    Timer's specialization and every later launch finds it in Triton's in-memory cache."""
     buf = torch.empty(4096, dtype=torch.int32, device="cuda")
-    _autogk_l2_flush[(1,)](buf, 4096, BLOCK=4096)
+    _autogk_l2_flush[(1,)](buf, _flush_len(_l2_bytes()), BLOCK=4096)
     torch.cuda.synchronize()
 
 
@@ -131,9 +141,8 @@ class DeviceTimer:
         if method not in TIMERS:
             raise ValueError(f"unknown timer {method!r}; one of {', '.join(TIMERS)}")
         self.method = method
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
-        n = max(2 * self.l2_bytes, 8 << 20) // 4
+        self.l2_bytes = _l2_bytes()
+        n = _flush_len(self.l2_bytes)
         self._flush_buf = torch.empty(n, dtype=torch.int32, device="cuda")
         self._flush_n = n
         self.flush()
