@@ -7,7 +7,8 @@
 #   tests[=S]   pytest -m gpu -v over the three GPU test files, one pytest a file, so that a cut loses one
 #               file's summary, not all three (limit S in all, default 480; a file gets what the files
 #               before it left, less 60 s a file still to come; pytest-timeout, where installed, ends
-#               one test at 180 s with its traceback)
+#               one test at 180 s, or 20 s before its file's limit, with its traceback; tests that trace
+#               their job's processes write under trace/)
 #   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 360:
 #               loop_gpu keeps ~165 s of --wall-limit for init, grace, the timing and the report, and ten
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
@@ -48,10 +49,13 @@ for step in "$@"; do
   case $s in
     tests)
       lim=${lim:-480}; [ "$lim" -gt "$L" ] && lim=$L
-      to=""; python3 -c "import pytest_timeout" 2>/dev/null && to="--timeout=180"
+      pt=0; python3 -c "import pytest_timeout" 2>/dev/null && pt=1
+      export AUTOGK_TEST_TRACE_DIR=$W/trace  # tests that trace their job's processes write there
       files="tests/test_judge_gpu.py tests/test_witness_gpu.py tests/test_verdict_gpu.py"; k=3; rc=0; ts=$SECONDS
       for f in $files; do
         k=$(( k - 1 )); fl=$(( lim - (SECONDS - ts) - 60 * k )); [ "$fl" -lt 30 ] && { echo "$f: no time left" >> "$W/gpu_tests.txt"; continue; }
+        # one test's limit under the file's, so a test cut shows its traceback and the file's summary
+        to=""; [ $pt = 1 ] && { tl=$(( fl - 20 )); [ $tl -gt 180 ] && tl=180; to="--timeout=$tl"; }
         timeout -k 5 "$fl" python3 -m pytest -v -rs -o addopts= -m gpu -p no:cacheprovider --durations=25 $to \
           "$f" >> "$W/gpu_tests.txt" 2>&1 || rc=$?
         echo "== $f rc=$rc at $(( SECONDS - t0 )) s (limit $fl s)" >> "$W/gpu_tests.txt"

@@ -7,8 +7,12 @@ candidate by the judge's clock, the ratio), which benchmarks/results/ keeps.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +22,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 from autogk_git.bench import runner  # noqa: E402
+from autogk_git.bench.judge import hygiene  # noqa: E402
 from autogk_git.bench.judge.status import Status  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -36,13 +41,55 @@ def src(name: str) -> dict:
     return {"kernel.py": (DATA / "cheats" / f"{name}.py").read_text()}
 
 
-def ab(parent: str, candidate: str, workloads: list, timeout_s: float = 400, **settings) -> dict:
+def ab(parent: str, candidate: str, workloads: list, timeout_s: float = 400, on_progress=None, **settings) -> dict:
     s = {"device": "cuda", "timed": True, "trials": 2, "reps": 20, "warmup": 3, "min_rounds": 6, "max_rounds": 6,
          "timer": "cupti", "stress": False, **settings}
     job = {"version": 1, "stage": "ab", "definition": DEF, "workloads": workloads, "generator": None,
            "blob_root": ".", "seed": 5, "settings": s, "sources": {"parent": src(parent), "candidate": src(candidate)}}
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    return runner.run_worker(job, env, timeout_s)
+    return runner.run_worker(job, env, timeout_s, on_progress=on_progress)
+
+
+@contextlib.contextmanager
+def _trace(name: str, t0: float):
+    """Write, every 5 s while the block runs, this process's descendants (pid, state, kernel wait,
+    command) and the GPU's compute processes to $AUTOGK_TEST_TRACE_DIR/NAME.txt (benchmarks/h200_call.sh
+    sets it; else the system's temp folder). Yields an on_progress callback that writes there too."""
+    folder = Path(os.environ.get("AUTOGK_TEST_TRACE_DIR") or tempfile.gettempdir())
+    folder.mkdir(parents=True, exist_ok=True)
+    f = open(folder / f"{name}.txt", "a", buffering=1)
+    done = threading.Event()
+
+    def snap() -> None:
+        while not done.wait(5.0):
+            f.write(f"-- {time.monotonic() - t0:.1f} s\n")
+            for pid in hygiene.descendants(os.getpid()):
+                try:
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                    wchan = Path(f"/proc/{pid}/wchan").read_text()
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                f.write(f"   {pid} {state} {wchan or '-'} {cmd[:120]}\n")
+            try:
+                gpu = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20).stdout.strip().replace("\n", "; ")
+            except (OSError, subprocess.TimeoutExpired) as e:
+                gpu = str(e)
+            f.write(f"   gpu: {gpu or '-'}\n")
+
+    def progress(label: str, uuid: str, status: str, secs: float) -> None:
+        f.write(f"{time.monotonic() - t0:.1f} s: {label} {uuid[:8]} {status} ({secs:.1f} s)\n")
+
+    t = threading.Thread(target=snap, daemon=True)
+    t.start()
+    try:
+        yield progress
+    finally:
+        done.set()
+        t.join(30)
+        f.write(f"== {name}: {time.monotonic() - t0:.1f} s\n")
+        f.close()
 
 
 def show(name: str, out: dict, workloads: list) -> list[dict]:
@@ -115,14 +162,21 @@ def test_another_context_busy_on_the_gpu_before_the_parents_windows_is_tampering
         assert c.get("ratio_vs_parent") is None
 
 
-def test_a_window_whose_gpu_work_never_ends_costs_its_bound_not_the_job_limit():
+@pytest.mark.parametrize("judge_start", ["exec", "fork"])
+def test_a_window_whose_gpu_work_never_ends_costs_its_bound_not_the_job_limit(judge_start):
     # The candidate's first timed call queues a spin of ~15 minutes; the end mark behind it never comes.
     # The judge waits window_min_s + window_ratio x the longest request seen (~10 s here), kills the
     # kernel's process and fails the workload: TIMEOUT, or, should its own stream stay blocked on the
     # killed process's end mark, RUNTIME_ERROR from the runner with the same message ("the judge
     # process died"); either way long before the workload's share of the job (200 s).
+    # From session 39 (judges forked from a template) to 2026-12-04 this test never ended within its
+    # file's share of a device call (38-42 s before): the trace says, every 5 s, which of the job's
+    # processes are alive and in which state and kernel wait, so a cut run still shows where it stood.
     t0 = time.monotonic()
-    out = ab("torch_honest", "never_ends_its_window_gpu", SIZES[1:2], timeout_s=400)
+    # Both ways a judge starts: afresh (as through d0e96b3) and forked from the template.
+    with _trace(f"never_ends_{judge_start}", t0) as progress:
+        out = ab("torch_honest", "never_ends_its_window_gpu", SIZES[1:2], timeout_s=400, on_progress=progress,
+                 judge_start=judge_start)
     took = time.monotonic() - t0
     for c in show("never ends", out, SIZES[1:2]):
         assert c["status"] in (Status.TIMEOUT, Status.RUNTIME_ERROR), c
