@@ -95,8 +95,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "guard": Key(float, 0.02, "revert when any one workload is slower than its parent by more than this "
                      "fraction, with confidence", check=_frac, rule="in [0, 1)"),
         "parent_drift": Key(float, 0.10, "block a keep (a harness error) when the trunk's kernel ran, as the parent, "
-                            "more than this fraction slower than when it was kept (geometric mean over the workloads "
-                            "timed both times; same backend, GPU and timer): something slowed the parent; 0 turns "
+                            "more than this fraction slower than when it was kept on any workload timed both times "
+                            "(same backend, GPU, driver and timer): something slowed the parent; 0 turns "
                             "the check off (loop/drift.py)", check=_frac, rule="in [0, 1)"),
         "untimed": Key(str, "hold", "a correct candidate on an untimed backend (CPU): hold it (an untimed "
                        "ref, not merged) for a timed backend, or merge it on correctness alone", ("hold", "merge")),

@@ -243,6 +243,7 @@ def read_experiments(root: Path, target: str, iterate_report: dict[str, Any], lo
             "ab_timing_s": (((r.get("stages") or {}).get("ab") or {}).get("ab") or {}).get("timing_s"),
             "timer": (((r.get("stages") or {}).get("ab") or {}).get("ab") or {}).get("timer"),
             "parent_drift": (v.get("parent_drift") or {}).get("ratio"),  # the trunk's kernel now / at its keep
+            "parent_drift_worst": ((v.get("parent_drift") or {}).get("worst") or {}).get("ratio"),  # its worst workload
             "latency_us": {u: {"parent": par.get(u), "candidate": cand.get(u)} for u in sorted(set(cand) | set(par))},
         })
     return rows, res
@@ -615,8 +616,8 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["## Experiments", "",
               "Wall s: note = the benchmark (`cost.bench_wall_s`), iterate = benchmark + record + conclude "
               "(`bench_s`), log = from this experiment's first log line to the next's (proposal included).", "",
-              "Parent drift: the trunk's kernel as this parent over its latency when it was kept (loop/drift.py; "
-              "- where it has no kept past to compare).", "",
+              "Parent drift: the trunk's kernel as this parent over its latency when it was kept, geometric mean "
+              "and worst workload (loop/drift.py; - where it has no kept past to compare).", "",
               "| # | change | decision | outcome | objective ratio [interval] | worst workload | wall s (note / iterate / log) | ab timing s | parent drift |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for e in exps:
@@ -627,7 +628,7 @@ def markdown(res: dict[str, Any]) -> str:
             L.append(f"| {e['experiment']} | {e['change']} | {e['decision']} | {e['outcome']} | {ratio} | {ws} | "
                      f"{fnum(e.get('wall_s_note'), '{:.1f}')} / {fnum(e.get('wall_s_iterate'), '{:.1f}')} / "
                      f"{fnum(e.get('wall_s_log'), '{:.1f}')} | {fnum(e.get('ab_timing_s'), '{:.1f}')} | "
-                     f"{fnum(e.get('parent_drift'), '{:.4f}')} |")
+                     f"{fnum(e.get('parent_drift'), '{:.4f}')} / {fnum(e.get('parent_drift_worst'), '{:.4f}')} |")
         walls = [e["wall_s_log"] for e in exps if e.get("wall_s_log")]
         if walls:
             L += ["", f"Wall seconds per experiment (log): median {statistics.median(walls):.1f}, "

@@ -87,9 +87,11 @@ def show(number, target, as_json) -> int:
                        f"{against[:10]}")
         drift = v.get("parent_drift")
         if isinstance(drift, dict) and drift.get("ratio"):
+            w = drift.get("worst") if isinstance(drift.get("worst"), dict) else {}
             click.echo(f"the parent against its own keep: {drift['ratio']:.4f}x its latency then "
-                       f"({str(drift.get('kept_commit'))[:10]}, {drift.get('workloads')} workload(s); limit "
-                       f"{1 + float(drift.get('limit', 0)):.2f}x)")
+                       f"({str(drift.get('kept_commit'))[:10]}, {drift.get('workloads')} workload(s)"
+                       + (f"; at most {w['ratio']:.4f}x, on {str(w.get('uuid'))[:8]}" if w.get("ratio") else "")
+                       + f"; limit {1 + float(drift.get('limit', 0)):.2f}x on each)")
         near = floor.line(result.get("floor") or floor.of(result), v.get("workload_axes") or None)
         if near:
             trunk_near = floor.line(result.get("floor") or floor.of(result), label="parent")

@@ -35,13 +35,15 @@ def workloads(root) -> list[str]:
     return [json.loads(ln)["workload"]["uuid"] for ln in (root / "kernels/scale/workloads.jsonl").read_text().splitlines()]
 
 
-def timed_bench(uuids: list[str], parent_us: float, candidate_us: float, gpu: str = "NVIDIA H200") -> dict:
-    """What a GPU backend's ab stage returns, cut to what the verdict and the note read."""
+def timed_bench(uuids: list[str], parent_us: float | dict, candidate_us: float, gpu: str = "NVIDIA H200") -> dict:
+    """What a GPU backend's ab stage returns, cut to what the verdict and the note read. parent_us: one
+    latency for every workload, or {uuid: latency}."""
+    at = parent_us if isinstance(parent_us, dict) else dict.fromkeys(uuids, parent_us)
     wl = {u: {"status": "PASSED", "latency_us": candidate_us, "method": "cupti"} for u in uuids}
-    par = {u: {"status": "PASSED", "latency_us": parent_us, "method": "cupti"} for u in uuids}
+    par = {u: {"status": "PASSED", "latency_us": at[u], "method": "cupti"} for u in uuids}
     return {"backend": "local", "timing": {"method": "cupti"}, "correct": True, "environment": dict(ENV, gpu=gpu),
             "stages": {"ab": {"ab": {"timer": "cupti", "rounds": 5,
-                                     "workloads": [{"uuid": u, "base_latency_us": parent_us} for u in uuids]},
+                                     "workloads": [{"uuid": u, "base_latency_us": at[u]} for u in uuids]},
                               "workloads": {"candidate": wl, "parent": par}}},
             "cost": {"gpu_s": 1.0}}
 
@@ -90,7 +92,7 @@ def test_a_parent_slower_than_at_its_own_keep_blocks_the_keep(project, monkeypat
     result = assess(project, nxt, timed_bench(workloads(project), parent_us=13.0, candidate_us=7.0), monkeypatch)
     v = result["verdict"]
     assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
-    assert "30.0% slower than when it was kept" in v["reason"] and kept[:10] in v["reason"], v["reason"]
+    assert "30.0% slower on workload" in v["reason"] and kept[:10] in v["reason"], v["reason"]
     assert v["parent_drift"]["ratio"] == pytest.approx(1.3) and v["overruled_decision"] == "keep"
 
 
@@ -103,8 +105,8 @@ def test_a_parent_as_fast_as_at_its_keep_lets_the_keep_stand_and_says_so(project
     monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "0")
     experiment.record(Project.find(project), result, lambda s: None)
     out = autogk_in(project, "show", "2").stdout
-    assert f"the parent against its own keep: 1.0200x its latency then ({kept[:10]}, 2 workload(s); limit 1.10x)" \
-        in out, out
+    assert (f"the parent against its own keep: 1.0200x its latency then ({kept[:10]}, 2 workload(s); at most "
+            f"1.0200x, on ") in out and "; limit 1.10x on each)" in out, out
 
 
 def test_figures_from_another_gpu_are_not_compared(project, monkeypatch):
@@ -132,3 +134,20 @@ def test_the_drift_is_recorded_on_a_revert_too_and_blocks_nothing_more(project, 
     monkeypatch.setattr("autogk_git.loop.verdict.rule_for", lambda b: Revert())
     v = experiment.assess(Project.find(project), "scale", 2, nxt, "autogk/scale/0002-next", lambda s: None)["verdict"]
     assert v["outcome"] == "inconclusive" and v["parent_drift"]["ratio"] == pytest.approx(1.3), v
+
+
+def test_a_parent_slowed_on_one_workload_alone_blocks_the_keep(project, monkeypatch):
+    # The trunk's kernel slows itself, as the parent, on one workload only (its largest, say, where the
+    # geometric mean's guard is weakest): 20 % there and none elsewhere is a geometric mean of 1.095 over
+    # the two workloads here (2x on one of the rmsnorm target's 11 is 1.065), under the 10 % limit, so a
+    # mean alone lets the candidate's "gain" there through. Across the H200's tuner and DSA runs the
+    # trunk's kernel ran at most 5.1 % slower than at its keep on any one workload (2026-11-30 to 12-04),
+    # so each workload is held to the limit.
+    kept, nxt = kept_then_next(project, then_us=10.0)
+    slow, other = workloads(project)
+    result = assess(project, nxt, timed_bench(workloads(project), {slow: 12.0, other: 10.0}, 7.0), monkeypatch)
+    v = result["verdict"]
+    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
+    assert f"20.0% slower on workload {slow[:8]}" in v["reason"] and kept[:10] in v["reason"], v["reason"]
+    d = v["parent_drift"]
+    assert d["ratio"] == pytest.approx(1.2 ** 0.5, abs=1e-4) and d["worst"] == {"uuid": slow, "ratio": 1.2}, d
