@@ -16,6 +16,11 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _geomean(xs) -> float:
+    xs = list(xs)
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
 def drifts() -> list[dict]:
     out, seen = [], set()
     for f in sorted(RESULTS.rglob("loop_*.json")):
@@ -33,9 +38,11 @@ def drifts() -> list[dict]:
                 if rs:
                     seen.add(e.get("commit"))
                     worst = max(rs, key=rs.get)
+                    cand = [lat[u]["candidate"] / then[u]["candidate"] for u in rs if lat[u].get("candidate")]
                     out.append({"run": str(f.relative_to(RESULTS)), "experiment": e.get("experiment"),
-                                "geomean": math.exp(sum(map(math.log, rs.values())) / len(rs)),
-                                "worst": rs[worst], "worst_uuid": worst})
+                                "geomean": _geomean(rs.values()), "worst": rs[worst], "worst_uuid": worst,
+                                "decision": e.get("decision"), "ratio": e.get("ratio"),
+                                "candidate_vs_then": _geomean(cand) if len(cand) == len(rs) else None})
             if e.get("decision") == "keep":
                 kept = e
     return out
@@ -57,6 +64,14 @@ def main() -> int:
     print(f"{len(d)} experiments after a keep, {len({r['run'] for r in d})} runs")
     print(f"worst single workload: {w['worst']:.4f}x its latency at the keep ({w['run']}, experiment {w['experiment']})")
     print(f"worst geometric mean: {g['geomean']:.4f}x ({g['run']}, experiment {g['experiment']})")
+    # The keeps among them, against loop/drift.py's second test: a parent slower than at its keep, and a
+    # candidate not 1 % faster than the parent was then (min_effect's default).
+    keeps = [r for r in d if r["decision"] == "keep" and r["candidate_vs_then"] is not None]
+    blocked = [r for r in keeps if r["geomean"] > 1.0 and r["candidate_vs_then"] > 0.99]
+    print(f"keeps after a keep: {len(keeps)}; candidate against the parent at its keep: "
+          + ", ".join(f"{r['candidate_vs_then']:.4f} (ratio {r['ratio']:.4f}, drift {r['geomean']:.4f})" for r in keeps))
+    print(f"of them blocked by the drift rule (parent slower, candidate not below 0.99 of the parent then): "
+          f"{len(blocked)}")
     return 0
 
 

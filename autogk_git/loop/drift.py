@@ -17,6 +17,9 @@ largest workload alone moves the mean little and hands the candidate that worklo
 over 86 experiments after a keep in 19 tuner and DSA runs (2026-11-30 to 12-04,
 `benchmarks/parent_drift_history.py`), the trunk's kernel as the parent ran at most 5.1 % slower than at
 its own keep on any one workload and 1.6 % as the mean, so 10 % leaves a margin for an honest machine.
+Under the limit, a parent that runs slower than at its keep must not carry the whole gain: the candidate
+must also beat the parent's latency then by `min_effect` (geometric mean over the same workloads), or the
+keep is blocked the same way; none of the 14 keeps after a keep in those runs would have been.
 
 Not covered: a trunk start with no kept experiment behind it (the first keep of a run), a merge whose
 kernel is not the kept experiment's own (changes combined), a keep measured elsewhere (another GPU,
@@ -58,7 +61,8 @@ def _where(result: dict[str, Any]) -> tuple:
 
 
 def check(project: Project, against: str | None, bench: dict[str, Any], verdict: dict[str, Any],
-          parent_now: dict[str, float], same_kernel: Callable[[str], bool], limit: float = DRIFT) -> dict[str, Any]:
+          parent_now: dict[str, float], same_kernel: Callable[[str], bool], limit: float = DRIFT,
+          min_effect: float = 0.01) -> dict[str, Any]:
     """The verdict, with `parent_drift` recorded wherever the parent's past was found (whatever the
     decision: the figures show how steady the trunk's kernels are), and a keep blocked (a harness error)
     where the parent ran more than `limit` slower than at its own keep.
@@ -79,15 +83,28 @@ def check(project: Project, against: str | None, bench: dict[str, Any], verdict:
     worst = max(common, key=lambda u: each[u])
     info = {"ratio": round(ratio, 4), "worst": {"uuid": worst, "ratio": round(each[worst], 4)},
             "kept_commit": sha, "workloads": len(common), "limit": limit}
+    cand = figures.latencies(bench)
+    if all(cand.get(u, 0) > 0 for u in common):
+        info["candidate_vs_then"] = round(figures.geomean([cand[u] / then[u] for u in common]), 4)
+    if verdict.get("decision") != "keep":
+        return {**verdict, "parent_drift": info}
     # Each workload against the limit, not only their mean: a parent slowed on one workload alone (2x on
     # one of eleven is a mean of 1.065) hands the candidate that workload's "gain" whole.
-    if each[worst] <= 1.0 + limit or verdict.get("decision") != "keep":
+    if each[worst] > 1.0 + limit:
+        why = (f"ran {each[worst] - 1:.1%} slower on workload {worst[:8]} than when it was kept ({sha[:10]}; "
+               f"{ratio - 1:+.1%} as the geometric mean over {len(common)} workload(s) timed both times), beyond "
+               f"[bench] parent_drift = {limit:g}")
+    # Under the limit, a parent that drifted slower must not carry the whole gain: the candidate must
+    # also beat the parent's latency at its keep by min_effect (a parent 9 % slower on every workload and
+    # a candidate that is the same kernel without the slowdown "gains" 8 % against it, 0 % against then).
+    elif ratio > 1.0 and info.get("candidate_vs_then", 0) > 1.0 - min_effect:
+        why = (f"ran {ratio - 1:.1%} slower than when it was kept ({sha[:10]}; geometric mean over {len(common)} "
+               f"workload(s) timed both times), and the candidate is {info['candidate_vs_then']:.4f}x the parent's "
+               f"latency at its keep, not below 1 - min_effect = {1 - min_effect:.3f}: its gain is the parent's drift")
+    else:
         return {**verdict, "parent_drift": info}
-    reason = (f"harness error: the parent (the trunk's kernel) ran {each[worst] - 1:.1%} slower on workload "
-              f"{worst[:8]} than when it was kept ({sha[:10]}; {ratio - 1:+.1%} as the geometric mean over "
-              f"{len(common)} workload(s) timed both times), beyond "
-              f"[bench] parent_drift = {limit:g}: something slowed the parent's windows (another process on the "
-              f"GPU, the GPU's clocks, a kernel that left its mark), so the candidate's ratio says nothing; the "
-              f"keep is blocked. The comparison said: {verdict.get('reason', '')}")
+    reason = (f"harness error: the parent (the trunk's kernel) {why}: something slowed the parent's windows "
+              f"(another process on the GPU, the GPU's clocks, a kernel that left its mark), so the candidate's "
+              f"ratio says nothing; the keep is blocked. The comparison said: {verdict.get('reason', '')}")
     return {**verdict, "decision": "revert", "outcome": "harness_error", "reason": reason, "parent_drift": info,
             "overruled_decision": "keep"}

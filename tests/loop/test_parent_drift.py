@@ -151,3 +151,25 @@ def test_a_parent_slowed_on_one_workload_alone_blocks_the_keep(project, monkeypa
     assert f"20.0% slower on workload {slow[:8]}" in v["reason"] and kept[:10] in v["reason"], v["reason"]
     d = v["parent_drift"]
     assert d["ratio"] == pytest.approx(1.2 ** 0.5, abs=1e-4) and d["worst"] == {"uuid": slow, "ratio": 1.2}, d
+
+
+def test_a_gain_that_is_all_the_parents_drift_is_no_keep(project, monkeypatch):
+    # The trunk's kernel runs 9 % slower than at its keep on every workload (under the 10 % limit): the
+    # candidate, the same kernel without what slows it, "gains" 8.7 % against the parent now and 0.5 %
+    # against the parent then (10.0 us then, 9.95 us now as the candidate). Without this check: kept.
+    kept, nxt = kept_then_next(project, then_us=10.0)
+    result = assess(project, nxt, timed_bench(workloads(project), parent_us=10.9, candidate_us=9.95), monkeypatch)
+    v = result["verdict"]
+    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
+    assert "0.9950x the parent's latency at its keep" in v["reason"] and kept[:10] in v["reason"], v["reason"]
+    assert v["parent_drift"]["candidate_vs_then"] == pytest.approx(0.995), v["parent_drift"]
+
+
+def test_a_real_gain_over_a_parent_a_little_slower_than_at_its_keep_stands(project, monkeypatch):
+    # 3 % faster than the parent, whose kernel runs 1.5 % slower than at its keep (more than any mean of
+    # the H200's 86 experiments after a keep): 0.985x the parent then, still past 1 - min_effect.
+    kept, nxt = kept_then_next(project, then_us=10.0)
+    result = assess(project, nxt, timed_bench(workloads(project), parent_us=10.15, candidate_us=9.85), monkeypatch)
+    v = result["verdict"]
+    assert v["decision"] == "keep", v
+    assert v["parent_drift"]["candidate_vs_then"] == pytest.approx(0.985), v["parent_drift"]
