@@ -323,6 +323,8 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
             finally:
                 t_exit = time.monotonic()
                 _end(proc, children, tag)
+                # the inputs it shared with its kernels (a CPU job's), which no ended process unlinks
+                hygiene.drop_shared_memory([proc.pid, *children])
                 try:
                     stdin.close()
                 except OSError:

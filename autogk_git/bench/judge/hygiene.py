@@ -261,6 +261,32 @@ def _alive(pid: int) -> bool:
     return True
 
 
+SHM_DIR = Path("/dev/shm")
+
+
+def drop_shared_memory(pids: Iterable[int], shm: Path = SHM_DIR) -> int:
+    """Unlink the shared-memory files torch made for these (ended) processes: with its file_system
+    strategy each is /dev/shm/torch_<pid>_<random>_<n>, and a process ended by os._exit or a kill
+    (every judge and kernel process) unlinks none. A mapping still open stays valid; only the name
+    goes. Files of another user are left. Returns how many were removed."""
+    prefixes = tuple(f"torch_{int(p)}_" for p in pids)
+    if not prefixes:
+        return 0
+    try:
+        names = [n for n in os.listdir(shm) if n.startswith(prefixes)]
+    except OSError:
+        return 0
+    removed = 0
+    for n in names:
+        try:
+            if (shm / n).stat().st_uid == os.getuid():
+                (shm / n).unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 def sweep_stale(root: Path | None = None, min_age_s: float = 60.0) -> list[Path]:
     """Remove autogk temp folders whose owner process is gone (a run killed with -9 leaves them)."""
     root = Path(root or tempfile.gettempdir())
