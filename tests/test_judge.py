@@ -175,20 +175,25 @@ def _torch_shm() -> set[str]:
 
 
 @pytest.mark.skipif(not SHM.is_dir(), reason="no /dev/shm")
-def test_a_job_leaves_no_shared_memory_behind(tmp_env):
+def test_a_job_leaves_no_shared_memory_behind(tmp_env, monkeypatch):
     # The judge hands a CPU kernel its inputs through shared memory (torch's file_system strategy: a
-    # file /dev/shm/torch_<pid>_...). Its processes end with os._exit or a kill, so nothing unlinked
-    # them: 19 files a job on this target, 33,355 files (692 MB of RAM) in /dev/shm after a day of this
-    # machine's test runs, and an overnight loop would fill it. A file left by a process that is gone
-    # is a leak (another test's job, running beside this one, owns live processes' files, and its
-    # runner removes them when its job ends, well within the 2 s this waits).
-    before = _torch_shm()
+    # file /dev/shm/torch_<pid>_... per tensor). Its processes end with os._exit or a kill, so nothing
+    # unlinked them: 19 files a job on this target, 33,355 files (692 MB of RAM) in /dev/shm after a
+    # day of this machine's test runs, and an overnight loop would fill it. The job's own processes
+    # (the judge and its kernels, as the runner ends them) must leave none.
+    pids: list[int] = []
+    end = runner._end
+
+    def ending(proc, children, tag):
+        pids.extend([proc.pid, *children])
+        end(proc, children, tag)
+
+    monkeypatch.setattr(runner, "_end", ending)
     out = runner.run_worker(job({"candidate": cheat("honest")}), tmp_env, 300)
     assert all(r["status"] == Status.PASSED for r in out["labels"]["candidate"].values()), out["labels"]
-    new = _torch_shm() - before
-    time.sleep(2)
-    leaked = sorted(f for f in new & _torch_shm() if not hygiene._alive(int(f.split("_")[1])))
-    assert not leaked, f"{len(leaked)} file(s) left in /dev/shm by processes that are gone: {leaked[:5]}"
+    assert len(pids) >= 2, pids  # the judge and the candidate's process
+    left = sorted(f for f in _torch_shm() if int(f.split("_")[1]) in pids)
+    assert not left, f"{len(left)} file(s) of the job's ended processes left in /dev/shm: {left[:5]}"
 
 
 def test_stale_temp_folders_of_dead_owners_are_swept(tmp_path):
