@@ -4,11 +4,14 @@
 #     OUT=DIR bash benchmarks/h200_call.sh NAME BUDGET_S STEP[=SECONDS] ...
 #
 # Steps:
-#   tests[=S]   pytest -m gpu -v over the three GPU test files, one pytest a file, so that a cut loses one
+#   tests[=S]   pytest -m gpu -v over the three GPU test files (the never-ending window left to `never`),
+#               one pytest a file, so that a cut loses one
 #               file's summary, not all three (limit S in all, default 480; a file gets what the files
 #               before it left, less 60 s a file still to come; pytest-timeout, where installed, ends
 #               one test at 180 s, or 20 s before its file's limit, with its traceback; tests that trace
 #               their job's processes write under trace/)
+#   never[=S]   the never-ending-window GPU test alone, both ways a judge starts (exec, fork), each traced
+#               every 5 s under trace/ (default 360: ~40 s a way when it ends, 170 s a way when it does not)
 #   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 360:
 #               loop_gpu keeps ~165 s of --wall-limit for init, grace, the timing and the report, and ten
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
@@ -57,10 +60,18 @@ for step in "$@"; do
         # one test's limit under the file's, so a test cut shows its traceback and the file's summary
         to=""; [ $pt = 1 ] && { tl=$(( fl - 20 )); [ $tl -gt 180 ] && tl=180; to="--timeout=$tl"; }
         timeout -k 5 "$fl" python3 -m pytest -v -rs -o addopts= -m gpu -p no:cacheprovider --durations=25 $to \
-          "$f" >> "$W/gpu_tests.txt" 2>&1 || rc=$?
+          -k "not never_ends" "$f" >> "$W/gpu_tests.txt" 2>&1 || rc=$?
         echo "== $f rc=$rc at $(( SECONDS - t0 )) s (limit $fl s)" >> "$W/gpu_tests.txt"
       done
       log tests $rc ;;
+    never)
+      lim=${lim:-360}; [ "$lim" -gt "$L" ] && lim=$L
+      to=""; python3 -c "import pytest_timeout" 2>/dev/null && to="--timeout=170"
+      AUTOGK_TEST_TRACE_DIR=$W/trace timeout -k 5 "$lim" python3 -m pytest -v -rs -o addopts= -m gpu \
+        -p no:cacheprovider $to \
+        "tests/test_witness_gpu.py::test_a_window_whose_gpu_work_never_ends_costs_its_bound_not_the_job_limit" \
+        > "$W/never.txt" 2>&1
+      log never $? ;;
     tuner)
       lim=${lim:-360}; [ "$lim" -gt "$L" ] && lim=$L
       AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target rmsnorm_h4096 -n 10 \
