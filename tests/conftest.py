@@ -40,6 +40,9 @@ def hermetic(tmp_path_factory, monkeypatch):
         if k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX")):
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("AUTOGK_BENCH_HOOK_MODE", "foreground")
+    # The command agent's walk of the judge's Python environment (~100,000 files) around each run: on in
+    # tests/agents/test_agent_pyenv.py, which sets its own roots, off elsewhere.
+    monkeypatch.setenv("AUTOGK_AGENT_WATCH_PYTHON", "false")
     yield
 
 

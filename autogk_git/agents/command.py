@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from autogk_git import env as environment
-from autogk_git.agents import bwrap, confine, permissions, prompts
+from autogk_git.agents import bwrap, confine, permissions, prompts, pyenv
 from autogk_git.agents.base import Context, Proposal
 from autogk_git.errors import AgentError, ConfigError
 from autogk_git.git import index, repo, settings
@@ -162,6 +162,9 @@ class CommandAgent:
                    "GIT_COMMITTER_EMAIL": snap.marker}
             argv, cli_line = permissions.for_cli(self.argv(prompt, prompt_file), Path(tmp))
             box, box_line = bwrap.choose(self.config.agent), bwrap.describe(self.config.agent)
+            # Without bwrap nothing stops it writing the judge's Python environment: compare it (pyenv.py).
+            env_roots = pyenv.judge_roots() if box != "bwrap" and self.config.agent.watch_python else []
+            env_before = pyenv.fingerprint(env_roots)
             if box != "bwrap" and self.config.agent.sandbox == "bwrap" and not self._warned:
                 self._warned = True  # once per run: the note of every experiment says it too
                 say(f"  warning: the command agent runs without an OS sandbox ({box[len('none: '):]}): only the "
@@ -188,6 +191,10 @@ class CommandAgent:
                 # Whatever happened (a crash, Ctrl-C, a timeout), put back what it reached first.
                 own_commits = confine.sandbox_commits(sandbox_env, Path(tmp), base)
                 escaped = confine.check_and_undo(snap, backup, own_branch)
+                env_changed = pyenv.changes(env_before, pyenv.fingerprint(env_roots)) if env_roots else []
+                if env_changed:
+                    escaped += [f"the Python environment: {c}" for c in env_changed[:20]]
+                    snap.stop.append(pyenv.stop_line(env_changed))
                 for line in escaped:
                     say(f"  outside its files: {line}")
                 if snap.stop:

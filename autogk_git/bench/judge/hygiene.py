@@ -53,7 +53,7 @@ def bytecode_cache(env: dict[str, str], role: str) -> dict[str, str]:
     has no bytecode of its own: on the H200 machine (a read-only environment) the judge and each
     kernel process compiled ~900 torch modules from source at every start, ~2.5 s each. Left alone
     where a prefix is set by the user or torch's bytecode is there."""
-    ours = _pycache_root(env)
+    ours = bytecode_root(env)
     current = env.get(PYCACHE_VAR)
     if current and not current.startswith(str(ours)):
         return env
@@ -67,7 +67,7 @@ def bytecode_cache(env: dict[str, str], role: str) -> dict[str, str]:
 def drop_job_bytecode(env: Mapping[str, str]) -> None:
     """Remove the bytecode cached for autogk's temp folders (the judge's helpers, each kernel's files)
     under the cache `bytecode_cache` set: they are never imported again."""
-    prefix, ours = env.get(PYCACHE_VAR), _pycache_root(env)
+    prefix, ours = env.get(PYCACHE_VAR), bytecode_root(env)
     if not prefix or Path(prefix).parent != ours:  # a user's own prefix is theirs to clean
         return
     tmp = Path(tempfile.gettempdir()).resolve().relative_to("/")
@@ -84,7 +84,8 @@ def drop_job_bytecode(env: Mapping[str, str]) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _pycache_root(env: Mapping[str, str]) -> Path:
+def bytecode_root(env: Mapping[str, str]) -> Path:
+    """autogk's own bytecode cache (bytecode_cache): a folder per role under it."""
     return Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache") / "autogk" / "pycache"
 
 

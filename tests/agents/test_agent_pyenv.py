@@ -1,0 +1,84 @@
+"""Without an OS sandbox, a command agent that writes the Python environment the judge imports stops the
+loop (agents/pyenv.py): torch patched in site-packages, a sitecustomize.py, planted bytecode."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from autogk_git.agents import pyenv
+from conftest import DATA
+
+FAKE = DATA / "fake_cli" / "fake_cli.py"
+
+
+@pytest.fixture
+def project(small_project):
+    return small_project
+
+
+def propose(project, monkeypatch, actions):
+    from autogk_git.agents.base import Context
+    from autogk_git.agents.command import CommandAgent
+    from autogk_git.loop import experiment as ex
+    from autogk_git.project import Project
+
+    for k, v in {"AUTOGK_AGENT_COMMAND": f"{sys.executable} {FAKE}", "FAKE_CLI_ACTIONS": json.dumps(actions),
+                 "AUTOGK_TRACKING_ENABLED": "false", "AUTOGK_AGENT_SANDBOX": "none",
+                 "AUTOGK_AGENT_WATCH_PYTHON": "true"}.items():
+        monkeypatch.setenv(k, v)
+    p = Project(project)
+    wt, _ = ex.open_worktree(p, "scale", 1, "main")
+    ctx = Context(worktree=wt, target=p.target("scale").at(wt), number=1, history=[], config=Project(project).config)
+    return CommandAgent(ctx.config).propose(ctx)
+
+
+@pytest.fixture
+def fake_env(tmp_path, monkeypatch):
+    """A stand-in for site-packages (the real one is never written by a test), with torch's timer in it."""
+    site = tmp_path / "site-packages"
+    (site / "torch" / "cuda").mkdir(parents=True)
+    (site / "torch" / "cuda" / "__init__.py").write_text("def elapsed_time(a, b):\n    return b - a\n")
+    monkeypatch.setattr(pyenv, "judge_roots", lambda: [site])
+    return site
+
+
+@pytest.mark.parametrize("how", ["patch", "sitecustomize", "mtime kept"])
+def test_an_agent_that_writes_the_judges_python_environment_stops_the_loop(project, monkeypatch, fake_env, how):
+    # Without bwrap the undo after the run covered the repository and the watched paths only: an agent
+    # could rewrite torch's timer (or add a sitecustomize.py that every interpreter, the judge's too,
+    # runs first) and every later figure was what the patch said. "mtime kept": the write then puts the
+    # file's modification time back, as `touch -r` does; its change time still moves.
+    from autogk_git.errors import AgentError
+    timer = fake_env / "torch" / "cuda" / "__init__.py"
+    acts = {"patch": [["sh", f"echo 'elapsed_time = lambda a, b: (b - a) * 0.5' >> {timer}"]],
+            "sitecustomize": [["sh", f"echo 'import os' > {fake_env / 'sitecustomize.py'}"]],
+            "mtime kept": [["sh", f"cp -p {timer} /tmp/autogk-pyenv-$$ && echo '#' >> {timer} && "
+                                  f"touch -r /tmp/autogk-pyenv-$$ {timer} && rm /tmp/autogk-pyenv-$$"]]}[how]
+    before = pyenv.fingerprint([fake_env])
+    with pytest.raises(AgentError, match="reached outside its files") as e:
+        propose(project, monkeypatch, [*acts, ["sh", "echo '# a change' >> kernels/scale/kernel.py"]])
+    assert "the Python environment the judge runs in" in e.value.message, e.value.message
+    changed = pyenv.changes(before, pyenv.fingerprint([fake_env]))
+    assert changed and all(c.split(": ")[0] in e.value.message for c in changed[:5]), (changed, e.value.message)
+
+
+def test_an_agent_that_leaves_it_alone_is_not_stopped_and_the_real_roots_are_read(project, monkeypatch):
+    # The real roots (standard library, this interpreter's site-packages): read, not written, by a
+    # well-behaved run. A stop here would be a false one.
+    roots = pyenv.judge_roots()
+    assert any((r / "torch").is_dir() for r in roots), roots
+    proposal = propose(project, monkeypatch, [["sh", "echo '# a change' >> kernels/scale/kernel.py"]])
+    assert proposal is not None
+
+
+def test_the_walk_sees_a_root_made_after_it_began(tmp_path):
+    user_site = tmp_path / "user-site"
+    before = pyenv.fingerprint([user_site])
+    user_site.mkdir()
+    (user_site / "usercustomize.py").write_text("import os\n")
+    assert pyenv.changes(before, pyenv.fingerprint([user_site])) == [
+        f"{user_site}: made", f"{user_site / 'usercustomize.py'}: made"]
+    assert os.path.isdir(user_site)
