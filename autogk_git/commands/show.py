@@ -91,7 +91,9 @@ def show(number, target, as_json) -> int:
             click.echo(f"the parent against its own keep: {drift['ratio']:.4f}x its latency then "
                        f"({str(drift.get('kept_commit'))[:10]}, {drift.get('workloads')} workload(s)"
                        + (f"; at most {w['ratio']:.4f}x, on {str(w.get('uuid'))[:8]}" if w.get("ratio") else "")
-                       + f"; limit {1 + float(drift.get('limit', 0)):.2f}x on each)")
+                       + f"; limit {1 + float(drift.get('limit', 0)):.2f}x on each)"
+                       + (f"; the candidate {drift['candidate_vs_then']:.4f}x the parent then"
+                          if isinstance(drift.get("candidate_vs_then"), (int, float)) else ""))
         near = floor.line(result.get("floor") or floor.of(result), v.get("workload_axes") or None)
         if near:
             trunk_near = floor.line(result.get("floor") or floor.of(result), label="parent")

@@ -106,7 +106,7 @@ def test_a_parent_as_fast_as_at_its_keep_lets_the_keep_stand_and_says_so(project
     experiment.record(Project.find(project), result, lambda s: None)
     out = autogk_in(project, "show", "2").stdout
     assert (f"the parent against its own keep: 1.0200x its latency then ({kept[:10]}, 2 workload(s); at most "
-            f"1.0200x, on ") in out and "; limit 1.10x on each)" in out, out
+            f"1.0200x, on ") in out and "; limit 1.10x on each); the candidate 0.7000x the parent then" in out, out
 
 
 def test_figures_from_another_gpu_are_not_compared(project, monkeypatch):
