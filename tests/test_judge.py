@@ -202,12 +202,22 @@ def test_stale_temp_folders_of_dead_owners_are_swept(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
     old, live = tmp_path / "autogk-job-old", tmp_path / "autogk-job-live"
-    for d, pid in ((old, dead), (live, str(os.getpid()))):
-        d.mkdir()
-        (d / hygiene.OWNER_FILE).write_text(pid)
-        os.utime(d, (time.time() - 3600, time.time() - 3600))
-    removed = hygiene.sweep_stale(tmp_path)
-    assert removed == [old] and live.exists() and not old.exists()
+    # Each folder's job left shared memory behind (its runner was killed before it could unlink it):
+    # the dead owner's goes with its folder, the live one's stays.
+    shm = {old: SHM / f"torch_{2 ** 22 + 7}_123_0", live: SHM / f"torch_{2 ** 22 + 9}_123_0"}  # no pid here
+    try:
+        for d, pid in ((old, dead), (live, str(os.getpid()))):
+            d.mkdir()
+            (d / hygiene.OWNER_FILE).write_text(pid)
+            hygiene.note_pids(d, [int(shm[d].name.split("_")[1])])
+            shm[d].write_bytes(b"x")
+            os.utime(d, (time.time() - 3600, time.time() - 3600))
+        removed = hygiene.sweep_stale(tmp_path)
+        assert removed == [old] and live.exists() and not old.exists()
+        assert not shm[old].exists() and shm[live].exists()
+    finally:
+        for f in shm.values():
+            f.unlink(missing_ok=True)
 
 
 def test_a_killed_runner_takes_its_judge_and_kernels_with_it(tmp_path, tmp_env):

@@ -255,6 +255,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     "--kernel-start", forks.how(job)]
             errf = d / f"attempt{attempts}.stderr"
             proc, stdin, tpl_tag = _spawn_judge(args, d, judge_env, errf, warm)
+            hygiene.note_pids(d, [proc.pid])
             try:  # stdin stays open while the job runs: the judge's lifeline (process._lifeline)
                 stdin.write(key.encode() + b"\n" + job_line)
                 stdin.flush()
@@ -275,6 +276,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     environment = rec["environment"]
                 elif ev == "child":
                     children.append(int(rec["pid"]))
+                    hygiene.note_pids(d, [children[-1]])
                 elif ev == "kernel_start":
                     starts.append({k2: v for k2, v in rec.items() if k2 != "event"})
                 elif ev == "start":

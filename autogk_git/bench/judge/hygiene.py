@@ -251,6 +251,19 @@ def mark_owner(folder: Path) -> None:
     (folder / OWNER_FILE).write_text(str(os.getpid()))
 
 
+PIDS_FILE = "job.pids"  # in a job's folder: its judge's and kernels' pids, one a line, as they start
+
+
+def note_pids(folder: Path, pids: Iterable[int]) -> None:
+    """Add pids of the job's processes to its folder's list: a runner killed with -9 cannot unlink their
+    shared memory itself, so the sweep that removes its folder does (sweep_stale)."""
+    try:
+        with open(folder / PIDS_FILE, "a") as f:
+            f.write("".join(f"{int(p)}\n" for p in pids))
+    except OSError:
+        pass
+
+
 def _alive(pid: int) -> bool:
     """autogk_git.procs.pid_alive, again: this file ships beside the worker, standard library only."""
     try:
@@ -311,6 +324,10 @@ def sweep_stale(root: Path | None = None, min_age_s: float = 60.0) -> list[Path]
             continue
         if pid is None and now - d.stat().st_mtime < 86400:
             continue  # an older autogk's folder, maybe still in use: only a day-old one is surely stale
+        try:  # the shared memory of the jobs it ran (drop_shared_memory), which its runner never unlinked
+            drop_shared_memory(int(x) for x in (d / PIDS_FILE).read_text().split())
+        except (OSError, ValueError):
+            pass
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed
