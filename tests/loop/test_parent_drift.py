@@ -84,16 +84,22 @@ def assess(root, sha: str, bench: dict, monkeypatch) -> dict:
     return experiment.assess(Project.find(root), "scale", 2, sha, "autogk/scale/0002-next", lambda s: None)
 
 
+def blocked(project, monkeypatch, parent_us, candidate_us: float) -> tuple[str, dict]:
+    """(the kept commit, the verdict) of the next experiment, which must be a keep blocked as a harness error."""
+    kept, nxt = kept_then_next(project, then_us=10.0)
+    v = assess(project, nxt, timed_bench(workloads(project), parent_us, candidate_us), monkeypatch)["verdict"]
+    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
+    assert kept[:10] in v["reason"] and v["overruled_decision"] == "keep", v
+    return kept, v
+
+
 def test_a_parent_slower_than_at_its_own_keep_blocks_the_keep(project, monkeypatch):
     # The trunk's kernel ran at 10 us as the kept candidate; as this experiment's parent it runs at 13 us
     # (a lock on the GPU's clocks, slow binaries it loaded, another process in its windows): the
     # candidate's 7 us "30 % faster" is measured against a slowed parent. Without the check: kept.
-    kept, nxt = kept_then_next(project, then_us=10.0)
-    result = assess(project, nxt, timed_bench(workloads(project), parent_us=13.0, candidate_us=7.0), monkeypatch)
-    v = result["verdict"]
-    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
-    assert "30.0% slower on workload" in v["reason"] and kept[:10] in v["reason"], v["reason"]
-    assert v["parent_drift"]["ratio"] == pytest.approx(1.3) and v["overruled_decision"] == "keep"
+    _, v = blocked(project, monkeypatch, 13.0, 7.0)
+    assert "30.0% slower on workload" in v["reason"], v["reason"]
+    assert v["parent_drift"]["ratio"] == pytest.approx(1.3)
 
 
 def test_a_parent_as_fast_as_at_its_keep_lets_the_keep_stand_and_says_so(project, monkeypatch):
@@ -143,12 +149,9 @@ def test_a_parent_slowed_on_one_workload_alone_blocks_the_keep(project, monkeypa
     # mean alone lets the candidate's "gain" there through. Across the H200's tuner and DSA runs the
     # trunk's kernel ran at most 5.1 % slower than at its keep on any one workload (2026-11-30 to 12-04),
     # so each workload is held to the limit.
-    kept, nxt = kept_then_next(project, then_us=10.0)
     slow, other = workloads(project)
-    result = assess(project, nxt, timed_bench(workloads(project), {slow: 12.0, other: 10.0}, 7.0), monkeypatch)
-    v = result["verdict"]
-    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
-    assert f"20.0% slower on workload {slow[:8]}" in v["reason"] and kept[:10] in v["reason"], v["reason"]
+    _, v = blocked(project, monkeypatch, {slow: 12.0, other: 10.0}, 7.0)
+    assert f"20.0% slower on workload {slow[:8]}" in v["reason"], v["reason"]
     d = v["parent_drift"]
     assert d["ratio"] == pytest.approx(1.2 ** 0.5, abs=1e-4) and d["worst"] == {"uuid": slow, "ratio": 1.2}, d
 
@@ -157,11 +160,8 @@ def test_a_gain_that_is_all_the_parents_drift_is_no_keep(project, monkeypatch):
     # The trunk's kernel runs 9 % slower than at its keep on every workload (under the 10 % limit): the
     # candidate, the same kernel without what slows it, "gains" 8.7 % against the parent now and 0.5 %
     # against the parent then (10.0 us then, 9.95 us now as the candidate). Without this check: kept.
-    kept, nxt = kept_then_next(project, then_us=10.0)
-    result = assess(project, nxt, timed_bench(workloads(project), parent_us=10.9, candidate_us=9.95), monkeypatch)
-    v = result["verdict"]
-    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
-    assert "0.9950x the parent's latency at its keep" in v["reason"] and kept[:10] in v["reason"], v["reason"]
+    _, v = blocked(project, monkeypatch, 10.9, 9.95)
+    assert "0.9950x the parent's latency at its keep" in v["reason"], v["reason"]
     assert v["parent_drift"]["candidate_vs_then"] == pytest.approx(0.995), v["parent_drift"]
 
 
