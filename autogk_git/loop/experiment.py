@@ -152,8 +152,7 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
         verdict = drift.check(project, against, bench, verdict,
                               parent_latencies((bench.get("stages") or {}).get("ab") or {}),
                               lambda kept: kernels.sources_at(project.root, target, kept) == parent_src,
-                              float(getattr(config.bench, "parent_drift", drift.DRIFT)),
-                              float(getattr(config.bench, "min_effect", 0.01)))
+                              config.bench.parent_drift, config.bench.min_effect)
     if against and parent and against != parent:  # a tree node's child: the judge's "parent" is the trunk
         verdict = dict(verdict, reason=f"{verdict['reason']}; its parent here is the trunk at {against[:10]}, which "
                                        f"it was measured against (it branched from the search node {parent[:10]})")

@@ -173,3 +173,15 @@ def test_a_real_gain_over_a_parent_a_little_slower_than_at_its_keep_stands(proje
     v = result["verdict"]
     assert v["decision"] == "keep", v
     assert v["parent_drift"]["candidate_vs_then"] == pytest.approx(0.985), v["parent_drift"]
+
+
+def test_a_workload_the_candidate_has_no_figure_on_does_not_excuse_the_rest(project, monkeypatch):
+    # The drift's second test reads the candidate's latency on every workload it compares; one missing
+    # (no figure there: the rule here keeps whatever it is given) left candidate_vs_then out, and the
+    # keep on a drifted parent stood. It is taken over the workloads the candidate has figures on.
+    kept, nxt = kept_then_next(project, then_us=10.0)
+    bench = timed_bench(workloads(project), parent_us=10.9, candidate_us=9.95)
+    del bench["stages"]["ab"]["workloads"]["candidate"][workloads(project)[0]]["latency_us"]
+    v = assess(project, nxt, bench, monkeypatch)["verdict"]
+    assert v["decision"] == "revert" and v["outcome"] == "harness_error", v
+    assert v["parent_drift"]["candidate_vs_then"] == pytest.approx(0.995), v["parent_drift"]
