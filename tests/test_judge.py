@@ -203,20 +203,23 @@ def test_stale_temp_folders_of_dead_owners_are_swept(tmp_path):
                           text=True).stdout.strip()
     old, live = tmp_path / "autogk-job-old", tmp_path / "autogk-job-live"
     # Each folder's job left shared memory behind (its runner was killed before it could unlink it):
-    # the dead owner's goes with its folder, the live one's stays.
+    # the dead owner's goes with its folder, the live one's stays, and so does that of a pid the old
+    # job listed which a live process holds now (this one: a pid used again since).
     shm = {old: SHM / f"torch_{2 ** 22 + 7}_123_0", live: SHM / f"torch_{2 ** 22 + 9}_123_0"}  # no pid here
+    reused = SHM / f"torch_{os.getpid()}_123_0"
     try:
         for d, pid in ((old, dead), (live, str(os.getpid()))):
             d.mkdir()
             (d / hygiene.OWNER_FILE).write_text(pid)
-            hygiene.note_pids(d, [int(shm[d].name.split("_")[1])])
+            hygiene.note_pids(d, [int(shm[d].name.split("_")[1])] + ([os.getpid()] if d == old else []))
             shm[d].write_bytes(b"x")
             os.utime(d, (time.time() - 3600, time.time() - 3600))
+        reused.write_bytes(b"x")
         removed = hygiene.sweep_stale(tmp_path)
         assert removed == [old] and live.exists() and not old.exists()
-        assert not shm[old].exists() and shm[live].exists()
+        assert not shm[old].exists() and shm[live].exists() and reused.exists()
     finally:
-        for f in shm.values():
+        for f in [*shm.values(), reused]:
             f.unlink(missing_ok=True)
 
 

@@ -241,11 +241,16 @@ def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) ->
               **{f: f"git config file {f}" for f in config_files}}
     if hooks_dir != common / "hooks":
         labels[hooks_dir] = f"hooks ({hooks_dir})"
+    return outermost(roots), labels
+
+
+def outermost(paths: list[Path]) -> list[Path]:
+    """The paths with any inside another one left out (it is walked with that one), in their order."""
     seen: list[Path] = []
-    for r in roots:  # a watched path inside another one is compared once
+    for r in paths:
         if not any(r == s or s in r.parents for s in seen):
             seen = [s for s in seen if r not in s.parents] + [r]
-    return seen, labels
+    return seen
 
 
 def take(worktree: Path, watch: list[str]) -> Snapshot:

@@ -19,6 +19,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from autogk_git.agents.confine import outermost
+
 Stat = tuple[int, int, int, int, int]
 
 
@@ -27,17 +29,9 @@ def judge_roots() -> list[Path]:
     (the user's too, where a new `sitecustomize.py` would run first), and autogk's own bytecode cache
     for the judge (bench/judge/hygiene.bytecode_cache)."""
     from autogk_git.bench.judge import hygiene
-    roots = [Path(sysconfig.get_paths()["stdlib"]), *map(Path, site.getsitepackages())]
-    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
-    if isinstance(user, str):
-        roots.append(Path(user))
-    roots.append(hygiene.bytecode_root(os.environ) / "judge")
-    out: list[Path] = []
-    for r in roots:  # a root inside another one is walked once
-        r = Path(os.path.abspath(r))
-        if not any(r == o or o in r.parents for o in out):
-            out = [o for o in out if r not in o.parents] + [r]
-    return out
+    roots = [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages(),
+             hygiene.bytecode_root(os.environ) / "judge"]
+    return outermost([Path(os.path.abspath(r)) for r in roots])
 
 
 def fingerprint(roots: list[Path]) -> dict[str, Stat]:

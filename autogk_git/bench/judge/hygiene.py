@@ -324,8 +324,8 @@ def sweep_stale(root: Path | None = None, min_age_s: float = 60.0) -> list[Path]
             continue
         if pid is None and now - d.stat().st_mtime < 86400:
             continue  # an older autogk's folder, maybe still in use: only a day-old one is surely stale
-        try:  # the shared memory of the jobs it ran (drop_shared_memory), which its runner never unlinked
-            drop_shared_memory(int(x) for x in (d / PIDS_FILE).read_text().split())
+        try:  # the shared memory of the jobs it ran, which its runner never unlinked: of pids still free
+            drop_shared_memory(p for p in map(int, (d / PIDS_FILE).read_text().split()) if not _alive(p))
         except (OSError, ValueError):
             pass
         shutil.rmtree(d, ignore_errors=True)
