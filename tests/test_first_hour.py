@@ -77,18 +77,23 @@ def test_mlflow_log_lines_only_with_v(iterated, tmp_path):
     assert "INFO mlflow" in out.stderr
 
 
-def test_bisect_counts_one_from_notes_and_one_benchmarked(iterated):
+def test_bisect_whose_bad_is_correct_never_benchmarks_good(iterated):
+    """Correctness bisects judge BAD first: a BAD that is correct ends it before GOOD costs a check."""
     root = iterated
-    good = git(root, "rev-parse", "main").strip()  # a trunk merge: its kernel tree has a result note
     kernel = root / "kernels/scale/kernel.py"
     kernel.write_text(kernel.read_text() + "# a comment no note has seen\n")
     git(root, "commit", "-qam", "comment")
+    good = git(root, "rev-parse", "HEAD").strip()  # its kernel tree has no note: judging it is a benchmark
+    kernel.write_text(kernel.read_text() + "# another\n")
+    git(root, "commit", "-qam", "another comment")
     out = json.loads(autogk(root, "bisect", good, "main", "--json").stdout)
     assert out["first_bad"] is None  # BAD is correct: nothing to find
-    assert (out["reused"], out["benchmarked"]) == (1, 1)
+    assert (out["reused"], out["benchmarked"]) == (0, 1), out
+    assert [s["commit"] for s in out["steps"]] == [git(root, "rev-parse", "main").strip()]
     text = autogk(root, "bisect", good, "main").stdout
     # The second run answers BAD from the bisect note the first one wrote.
-    assert "2 commit(s) judged: 2 from notes, 0 benchmarked" in text
+    assert "1 commit(s) judged: 1 from notes, 0 benchmarked" in text, text
+    assert f"GOOD ({good}) was not judged" in text
 
 
 def test_log_filters_by_the_word_it_prints(project):

@@ -263,13 +263,22 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
             if workload and not any(u.startswith(workload) for u in state["baseline"]):
                 raise AutogkError(f"GOOD has no timing for workload {workload}",
                                   f"timed workloads: {', '.join(u[:8] for u in state['baseline'])}")
+        # Correctness needs nothing of GOOD to judge BAD: BAD first, and a BAD that is not bad ends the
+        # bisect before GOOD is benchmarked (a CPU check of a kernel no note has seen takes ~30 s).
+        # Timing judges BAD against GOOD's latency, measured above.
+        b_res = judge(root, b, state, say) if mode == "correctness" else None
+        if b_res is not None and b_res["verdict"] != "bad":
+            return Outcome(None, mode, [b_res], *_counts([b_res]),
+                           f"BAD ({bad}) is not bad ({b_res['verdict']}: {b_res['why']}): nothing to find; "
+                           f"GOOD ({good}) was not judged")
         g_res = judge(root, g, state, say)
         if mode == "timing" and base_fresh:  # measured just above, then reused from the table
             g_res["benchmarked"] = True
         if g_res["verdict"] != "good":
             raise AutogkError(f"GOOD ({good}) is not good: {g_res['why']}", "pick an earlier GOOD")
         state_path.write_text(json.dumps(state))
-        b_res = judge(root, b, state, say)
+        if b_res is None:
+            b_res = judge(root, b, state, say)
         with open(state["journal"], "a") as f:
             f.write(json.dumps(b_res) + "\n")
         if b_res["verdict"] != "bad":
