@@ -119,6 +119,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="write the summary as JSON here too")
     ap.add_argument("--per-test", action="store_true",
                     help="one test at a time, each charged the machine's busy CPU over its run")
+    ap.add_argument("--records", action="store_true", help="add every process's own line to the JSON")
     ap.add_argument("--timeline", action="store_true",
                     help="as the suite runs (xdist on): each test's start and wall; its CPU then includes the "
                          "other workers' at the same time")
@@ -143,6 +144,8 @@ def main() -> int:
                "waited_children_cpu_s": round(children.ru_utime + children.ru_stime, 1), **summarize(recs)}
     if args.per_test:
         summary["per_test"] = per_test_summary(per_test)
+    if args.records:
+        summary["records"] = recs
     if args.timeline:
         summary["timeline"] = sorted(per_test, key=lambda r: r["start"] + r["wall"])
     text = json.dumps(summary, indent=1)
