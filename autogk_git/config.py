@@ -154,7 +154,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "watch": Key(list, [], "command agent: paths outside the repository compared before and after each "
                      "run; a change there is undone and makes the experiment invalid, e.g. ['~/.bashrc', '/tmp/x']"),
         "watch_python": Key(bool, True, "command agent without an OS sandbox: compare the Python environment the "
-                            "judge imports (standard library, site-packages, autogk's judge bytecode) before and after "
+                            "judge imports (standard library, site-packages, autogk's judge bytecode, the judge's Triton "
+                            "cache) before and after "
                             "each run; a change stops the loop (agents/pyenv.py: a stat of every file there, twice a run)"),
         "sandbox": Key(str, "bwrap", "command agent: the OS sandbox it runs in; bwrap: only the worktree writable, "
                        "the repository's git directory and $HOME hidden (falls back to none, with a warning, where "

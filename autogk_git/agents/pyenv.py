@@ -26,11 +26,13 @@ Stat = tuple[int, int, int, int, int]
 
 def judge_roots() -> list[Path]:
     """What the judge's interpreter reads code from: the standard library, every site-packages folder
-    (the user's too, where a new `sitecustomize.py` would run first), and autogk's own bytecode cache
-    for the judge (bench/judge/hygiene.bytecode_cache)."""
+    (the user's too, where a new `sitecustomize.py` would run first), autogk's own bytecode cache for
+    the judge (bench/judge/hygiene.bytecode_cache), and the Triton cache of the judge's own GPU kernels
+    (bench/judge/hygiene.judge_triton_cache: the timer's L2 flush is loaded from there, compiled once;
+    a binary planted there that flushes nothing would be loaded by every later job)."""
     from autogk_git.bench.judge import hygiene
     roots = [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages(),
-             hygiene.bytecode_root(os.environ) / "judge"]
+             hygiene.bytecode_root(os.environ) / "judge", hygiene.judge_triton_cache(os.environ)]
     return outermost([Path(os.path.abspath(r)) for r in roots])
 
 
@@ -62,7 +64,9 @@ def changes(before: dict[str, Stat], after: dict[str, Stat]) -> list[str]:
 
 def stop_line(changed: list[str]) -> str:
     """The loop's stop message for a changed environment."""
+    from autogk_git.bench.judge import hygiene
     shown = "; ".join(changed[:5]) + (f"; and {len(changed) - 5} more" if len(changed) > 5 else "")
     return (f"the Python environment the judge runs in ({sys.prefix}) changed while the agent ran, without an OS "
             f"sandbox: {shown}. It is not put back; reinstall it (bash scripts/setup.sh, or pip install "
-            f"--force-reinstall the package) and remove any file the agent made there")
+            f"--force-reinstall the package), remove any file the agent made there, and remove the judge's "
+            f"Triton cache ({hygiene.judge_triton_cache(os.environ)}; it is compiled again)")

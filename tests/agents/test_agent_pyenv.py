@@ -82,3 +82,30 @@ def test_the_walk_sees_a_root_made_after_it_began(tmp_path):
     assert pyenv.changes(before, pyenv.fingerprint([user_site])) == [
         f"{user_site}: made", f"{user_site / 'usercustomize.py'}: made"]
     assert os.path.isdir(user_site)
+
+
+def test_an_agent_that_plants_a_binary_in_the_judges_triton_cache_stops_the_loop(project, monkeypatch, tmp_path):
+    # The timer's L2 flush is a Triton kernel of the judge's, compiled once into the judge's own Triton
+    # cache and loaded from there by every later job's kernel processes (bench/judge/hygiene.py). The
+    # kernel's sandbox keeps it out of reach, but without bwrap an agent runs as the same user: a flush
+    # binary there that flushes nothing would give every later window a warm L2. The walk covered the
+    # interpreter's folders and the judge's bytecode, not this cache: the write went unseen.
+    from types import SimpleNamespace
+
+    from autogk_git.errors import AgentError
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    judge_cache = tmp_path / "triton" / "autogk-judge"  # where kernel processes load the flush from
+    flush = judge_cache / "3f2a" / "_autogk_l2_flush.cubin"
+    flush.parent.mkdir(parents=True)
+    flush.write_bytes(b"\x7fELF")
+    # The interpreter's own folders are walked by the test above; here only autogk's caches are.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(pyenv, "sysconfig", SimpleNamespace(get_paths=lambda: {"stdlib": str(empty)}))
+    monkeypatch.setattr(pyenv, "site", SimpleNamespace(getsitepackages=lambda: [str(empty)],
+                                                       getusersitepackages=lambda: str(empty)))
+    with pytest.raises(AgentError, match="reached outside its files") as e:
+        propose(project, monkeypatch, [["sh", f"printf 'planted' >> {flush}"],
+                                       ["sh", "echo '# a change' >> kernels/scale/kernel.py"]])
+    assert f"{flush}: changed" in e.value.message, e.value.message
+    assert str(judge_cache) in e.value.message.split("remove the judge's")[-1]

@@ -89,6 +89,18 @@ def bytecode_root(env: Mapping[str, str]) -> Path:
     return Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache") / "autogk" / "pycache"
 
 
+def judge_triton_cache(env: Mapping[str, str]) -> Path:
+    """The Triton cache of the judge's own kernels in a kernel's process (the timer's L2 flush): filled
+    before the kernel is imported, and outside what its sandbox lets it read or write. In the kernel's
+    own cache a kernel could replace the flush's compiled binary with one that flushes nothing, and the
+    next job of the same kernel would load it: warm-L2 calls, a window the judge's clock confirms."""
+    return _triton_base(env) / "autogk-judge"
+
+
+def _triton_base(env: Mapping[str, str]) -> Path:
+    return Path(env.get("TRITON_CACHE_DIR") or Path(env.get("HOME") or Path.home()) / ".triton" / "cache")
+
+
 def _has_bytecode(package: str) -> bool:
     import importlib.util
     import sys

@@ -57,18 +57,6 @@ def triton_cache(kernel_dir: Path) -> Path:
     return kernel_dir / "triton"
 
 
-def judge_triton_cache(env: dict) -> Path:
-    """The Triton cache of the judge's own kernels in a kernel's process (the timer's L2 flush): filled
-    before the kernel is imported, and outside what its sandbox lets it read or write. In the kernel's
-    own cache a kernel could replace the flush's compiled binary with one that flushes nothing, and the
-    next job of the same kernel would load it: warm-L2 calls, a window the judge's clock confirms."""
-    return _triton_base(env) / "autogk-judge"
-
-
-def _triton_base(env: dict) -> Path:
-    return Path(env.get("TRITON_CACHE_DIR") or Path(env.get("HOME") or Path.home()) / ".triton" / "cache")
-
-
 class RemoteKernel:
     """One kernel label, run in its own process (kernel_process.py): started once per job, reused across
     workloads, started again only after it died or was killed at a limit.
@@ -92,7 +80,7 @@ class RemoteKernel:
         # Its scratch files in its own folder (removed with the judge's), where its sandbox lets it write.
         (self.dir / "tmp").mkdir()
         self.env = dict(env, TMPDIR=str(self.dir / "tmp"), TRITON_CACHE_DIR=str(triton_cache(self.dir)),
-                        AUTOGK_JUDGE_TRITON_CACHE=str(judge_triton_cache(env)))
+                        AUTOGK_JUDGE_TRITON_CACHE=str(hygiene.judge_triton_cache(env)))
         self.sandbox = ""
         self.log = root / f"{self.alias}.log"
         self.emit = emit
