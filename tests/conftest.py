@@ -36,8 +36,9 @@ def hermetic(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    for k in list(os.environ):
-        if k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX")):
+    for k in list(os.environ):  # AUTOGK_TEST_* are the tests' own (a trace folder), read by no command
+        if (k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX"))
+                and not k.startswith("AUTOGK_TEST_")):
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("AUTOGK_BENCH_HOOK_MODE", "foreground")
     # The command agent's walk of the judge's Python environment (~100,000 files) around each run: on in

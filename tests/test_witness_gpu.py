@@ -68,9 +68,13 @@ def _trace(name: str, t0: float):
                     state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
                     wchan = Path(f"/proc/{pid}/wchan").read_text()
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    threads = []  # each thread's state and kernel wait: a main thread blocked in the driver shows
+                    for t in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda t: int(t.name)):
+                        ts = (t / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                        threads.append(f"{t.name}:{ts}:{(t / 'wchan').read_text() or '-'}")
                 except OSError:
                     continue
-                f.write(f"   {pid} {state} {wchan or '-'} {cmd[:120]}\n")
+                f.write(f"   {pid} {state} {wchan or '-'} {cmd[:120]}\n      threads {' '.join(threads[:12])}\n")
             try:
                 gpu = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
                                      capture_output=True, text=True, timeout=20).stdout.strip().replace("\n", "; ")
