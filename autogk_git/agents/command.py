@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from autogk_git import env as environment
-from autogk_git.agents import bwrap, confine, permissions, prompts, pyenv
+from autogk_git.agents import bwrap, confine, permissions, prompts, pyenv, reaper
 from autogk_git.agents.base import Context, Proposal
 from autogk_git.errors import AgentError, ConfigError
 from autogk_git.git import index, repo, settings
@@ -174,13 +174,18 @@ class CommandAgent:
             say(f"  running {shown}{' <prompt>' if argv[-1] == prompt else ''} in {ctx.worktree} ({box_line})")
             timeout = self.config.agent.command_timeout_s
             t0 = time.monotonic()
+            left = Path(tmp) / "left-running.json"  # what the reaper killed after the run (reaper.py)
             try:
                 run = argv
                 if box == "bwrap":  # a missing program would be bwrap's error, an exit code like the CLI's own
                     run = self._wrap([_program(argv[0], ctx.worktree, env.get("PATH")), *argv[1:]], env, ctx, snap,
                                      Path(tmp))
-                proc = subprocess.run(run, cwd=str(ctx.worktree), env=env,
-                                      capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                # Under the reaper: nothing the agent starts outlives its run (a process left running would
+                # outlive the undo and the environment's comparison below, and could write or load later).
+                proc = reaper.run(run, str(left), timeout, cwd=str(ctx.worktree), env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                if "not_found" in reaper.read_report(left):
+                    raise FileNotFoundError(argv[0])
             except FileNotFoundError:
                 raise AgentError(f"the command agent's program '{argv[0]}' was not found",
                                  "install it or fix [agent] command (AUTOGK_AGENT_COMMAND)") from None
@@ -191,6 +196,9 @@ class CommandAgent:
                 # Whatever happened (a crash, Ctrl-C, a timeout), put back what it reached first.
                 own_commits = confine.sandbox_commits(sandbox_env, Path(tmp), base)
                 escaped = confine.check_and_undo(snap, backup, own_branch)
+                killed = int(reaper.read_report(left).get("killed") or 0)
+                if killed:
+                    say(f"  the agent left {killed} process(es) running after it ended: killed")
                 env_changed = pyenv.changes(env_before, pyenv.fingerprint(env_roots)) if env_roots else []
                 if env_changed:
                     escaped += [f"the Python environment: {c}" for c in env_changed[:20]]
@@ -213,6 +221,8 @@ class CommandAgent:
         inside = [(s, p) for s, p in changes if t.is_editable(p)]
         outside = [c for c in changes if c not in inside]
         notes = notes_before + list(own_commits)
+        if killed:
+            notes.append(f"the agent left {killed} process(es) running after it ended; killed (agents/reaper.py)")
         for line in own_commits:
             say(f"  {line}")
         if outside:

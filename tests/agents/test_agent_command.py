@@ -133,3 +133,30 @@ def test_ctrl_c_leaves_a_resumable_state(project, tmp_path):
     report = json.loads(out.stdout)
     assert [e["number"] for e in report["experiments"]] == [1]
     assert git(project, "branch", "--list", "autogk/*").strip() == ""
+
+
+def test_a_program_that_is_not_there_says_so(project, monkeypatch):
+    monkeypatch.setenv("AUTOGK_AGENT_COMMAND", "no-such-agent-cli -p")
+    monkeypatch.setenv("AUTOGK_AGENT_SANDBOX", "none")
+    ctx = context(project)
+    with pytest.raises(AgentError, match="'no-such-agent-cli' was not found"):
+        CommandAgent(ctx.config).propose(ctx)
+    assert git(project, "status", "--porcelain").strip() == ""
+
+
+def test_past_its_time_limit_the_agent_and_all_it_started_are_ended(project, monkeypatch, tmp_path):
+    # subprocess.run's timeout killed the CLI's own process only: a child it had detached (setsid) ran on
+    # past the limit, the undo and the next experiment (agents/reaper.py ends the whole tree).
+    pidfile = tmp_path / "child.pid"
+    for k, v in env_for([["sh", f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 120' </dev/null >/dev/null 2>&1 &"],
+                         ["sh", f"while [ ! -s {pidfile} ]; do sleep 0.05; done"], ["sleep", "120"]],
+                        AUTOGK_AGENT_SANDBOX="none", AUTOGK_AGENT_COMMAND_TIMEOUT_S="3").items():
+        monkeypatch.setenv(k, v)
+    ctx = context(project)
+    with pytest.raises(AgentError, match="ran past 3 s and was stopped"):
+        CommandAgent(ctx.config).propose(ctx)
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}"), f"the CLI's detached child ({pid}) outlived the time limit"

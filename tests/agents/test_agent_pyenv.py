@@ -109,3 +109,62 @@ def test_an_agent_that_plants_a_binary_in_the_judges_triton_cache_stops_the_loop
                                        ["sh", "echo '# a change' >> kernels/scale/kernel.py"]])
     assert f"{flush}: changed" in e.value.message, e.value.message
     assert str(judge_cache) in e.value.message.split("remove the judge's")[-1]
+
+
+def test_a_process_the_agent_leaves_running_is_ended_with_its_run(project, monkeypatch, fake_env, tmp_path):
+    # Without bwrap (whose PID namespace ends everything with the run) a process the agent detached
+    # (`setsid ... &`) outlived the run, the undo and the comparison of the judge's environment: here it
+    # waits out both, then patches torch's timer, and every later figure is the patch's. The reaper
+    # (agents/reaper.py) kills whatever the agent left running before the undo and the comparison.
+    import re
+    import time
+    pidfile = tmp_path / "daemon.pid"
+    timer = fake_env / "torch" / "cuda" / "__init__.py"
+    before = timer.read_text()
+    daemon = (f"setsid sh -c 'echo $$ > {pidfile}; sleep 4; echo \"elapsed_time = lambda a, b: 0\" >> {timer}' "
+              "</dev/null >/dev/null 2>&1 &")
+    proposal = propose(project, monkeypatch, [["sh", daemon], ["sh", f"while [ ! -s {pidfile} ]; do sleep 0.05; done"],
+                                              ["sh", "echo '# a change' >> kernels/scale/kernel.py"]])
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:  # a zombie an instant, at most
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}"), f"the process the agent left ({pid}) still runs"
+    assert re.search(r"the agent left [1-9]\d* process\(es\) running after it ended; killed", proposal.rationale), \
+        proposal.rationale
+    assert timer.read_text() == before
+
+
+def test_the_reaper_ends_a_tree_that_forks_while_it_is_killed(tmp_path):
+    # A process that forks again and again (each child detaching) is stopped before it is killed, pass
+    # after pass, so none is left when end_tree returns; the program's exit code is kept.
+    import subprocess
+    import time
+
+    from autogk_git.agents import reaper
+    report = tmp_path / "report.json"
+    mark = f"# reaper-test-{os.getpid()}-{tmp_path.name}"
+    spawner = (f"{mark}\nimport os, time\n"
+               "for _ in range(3):\n"
+               "    if os.fork() == 0:\n"
+               "        os.setsid()\n"
+               "        while True:\n"
+               "            if os.fork() == 0:\n"
+               "                time.sleep(60)\n"
+               "            time.sleep(0.01)\n"
+               "time.sleep(0.3)\n"
+               "os._exit(3)\n")
+    done = reaper.run([sys.executable, "-c", spawner], str(report), 60, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 3, done.stderr
+    killed = reaper.read_report(report)["killed"]
+    assert killed >= 3, killed
+    time.sleep(0.2)
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and mark in _cmdline(int(p))]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+    except OSError:
+        return ""
