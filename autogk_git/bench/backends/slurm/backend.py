@@ -195,10 +195,12 @@ class SlurmBackend:
                         say(f"SLURM job {job_id} {st.state.lower()} on {st.node}", waited)
                 offset = 0 if st.state in cluster.PENDING and st.restarts else offset
                 time.sleep(self.s.poll_s)
-        except KeyboardInterrupt:
-            # Ctrl-C (or the parallel loop stopping): this job is ours; nothing is left running.
-            cluster.cancel(job_id)
-            shutil.rmtree(d, ignore_errors=True)
+        except BaseException as e:
+            # Ctrl-C (or the parallel loop stopping, whatever this thread was doing then): this job is
+            # ours; nothing is left running. Another error leaves it for the next run to find (resume).
+            if isinstance(e, KeyboardInterrupt) or stop.requested():
+                cluster.cancel(job_id)
+                shutil.rmtree(d, ignore_errors=True)
             raise
 
     def _finish(self, out: dict[str, Any], d: Path, info: dict[str, Any]) -> dict[str, Any]:

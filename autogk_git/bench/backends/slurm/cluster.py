@@ -45,7 +45,11 @@ def _run(args: list[str], env: dict[str, str] | None = None, check: bool = True,
         raise BenchError(f"{args[0]} not found: the slurm backend needs SLURM's client commands on PATH",
                          "run on the cluster's login node (or `apt-get install slurm-client`), then `autogk doctor`")
     try:
-        out = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+        # In a session of its own: a Ctrl-C in the terminal goes to autogk's process group, and a squeue
+        # killed by it mid-answer read as "SLURM no longer knows this job", so the job was never
+        # cancelled (autogk cancels its jobs on Ctrl-C itself; TIMEOUT_S bounds a command that hangs).
+        out = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
+                             start_new_session=True)
     except subprocess.TimeoutExpired:
         raise BenchError(f"`{' '.join(args)}` did not answer within {TIMEOUT_S:.0f} s: is slurmctld up?",
                          "check with `sinfo`, then `autogk doctor`") from None
