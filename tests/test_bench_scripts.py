@@ -46,3 +46,21 @@ def test_the_cupti_agreement_is_read_on_its_own_figures_beside_the_graph_timer()
     assert not by["b"]["cupti_agree"] and by["c"]["cupti_applies"] is False
     assert summ["agreement_cupti"]["workloads_checked"] == 2 and summ["agreement_cupti"]["agree"] == 1
     assert summ["agreement_cupti"]["disagree"] == [lg.axes_str({"b": 2})]
+
+
+def test_the_cupti_agreement_after_the_judges_kind_of_flush_is_read_apart():
+    # A mid-size workload where a read flush (clean lines) and the judge's write flush (dirty lines the
+    # call then writes back) give different best/start: each agreement is said on its own figures.
+    lg = load("loop_gpu")
+    timing = {"rows": [
+        {"uuid": "a", "axes": {"b": 2900}, "start": {"graph_us": 15.7, "cupti_us": 15.5, "cupti_w_us": 16.4, "correct": True},
+         "best": {"graph_us": 15.5, "cupti_us": 15.2, "cupti_w_us": 15.2, "correct": True}},
+        {"uuid": "b", "axes": {"b": 15000}, "start": {"graph_us": 66.0, "cupti_us": 66.0, "correct": True},
+         "best": {"graph_us": 62.0, "cupti_us": 62.0, "correct": True}}]}  # no write-flush figure: not counted
+    ag = {"start": {"a": 16.4, "b": 66.5}, "best": {"a": 15.17, "b": 62.0}}
+    rows, summ = lg.compare_rows(timing, ag)
+    by = {r["uuid"]: r for r in rows}
+    assert not by["a"]["cupti_agree"] and by["a"]["cupti_w_agree"]
+    assert "cupti_w_agree" not in by["b"] and by["b"]["cupti_agree"]
+    assert summ["agreement_cupti_w"]["workloads_checked"] == 1 and summ["agreement_cupti_w"]["agree"] == 1
+    assert "write" in summ["agreement_cupti_w"]["rule"] and "read" in summ["agreement_cupti"]["rule"]
