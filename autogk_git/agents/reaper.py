@@ -56,17 +56,20 @@ def main(args: list[str]) -> int:
     report, argv = args[0], args[2:]
     hygiene.die_with_parent(signal.SIGTERM)  # autogk killed: the handler below ends the agent's tree
     hygiene.become_subreaper()
+
+    def term(signum, frame) -> None:  # noqa: ARG001 - autogk's timeout, autogk gone, or Ctrl-C
+        _report(report, {"killed": end_tree(os.getpid())})
+        os._exit(128 + signum)
+
+    # Ctrl-C reaches the terminal's group (this process and the program); a detached child is not in it,
+    # and a KeyboardInterrupt here would leave it to init.
+    signal.signal(signal.SIGTERM, term)
+    signal.signal(signal.SIGINT, term)
     try:
         proc = subprocess.Popen(argv)
     except OSError as e:
         _report(report, {"not_found": str(e)})
         return 127
-
-    def term(signum, frame) -> None:  # noqa: ARG001 - autogk's timeout, or autogk gone
-        _report(report, {"killed": end_tree(os.getpid())})
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, term)
     rc = proc.wait()
     _report(report, {"killed": end_tree(os.getpid())})
     return rc if rc >= 0 else 128 - rc

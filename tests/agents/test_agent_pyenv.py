@@ -168,3 +168,26 @@ def _cmdline(pid: int) -> str:
         return open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_ctrl_c_on_the_reaper_ends_what_the_agent_detached(tmp_path):
+    # Ctrl-C signals the terminal's group: the reaper and the program, not a child the program detached
+    # (setsid). The reaper ends the tree before it exits, as at the end of a run.
+    import signal
+    import subprocess
+    import time
+
+    from autogk_git.agents import reaper
+    pidfile = tmp_path / "child.pid"
+    script = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 120' </dev/null >/dev/null 2>&1 & sleep 120"
+    p = subprocess.Popen(reaper.command(str(tmp_path / "report.json"), ["sh", "-c", script]), start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    os.killpg(p.pid, signal.SIGINT)
+    assert p.wait(timeout=30) == 128 + signal.SIGINT
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}"), "the detached child outlived Ctrl-C"
