@@ -321,7 +321,7 @@ def install_fake_timers(dsa) -> None:
             pass
 
     dsa.graph_median = dsa.events_median = dsa.cupti_median = host_median
-    dsa.Flush = FakeFlush
+    dsa.Flush = dsa.WriteFlush = FakeFlush
     dsa.ceilings = lambda: {"copy_bytes_per_s": 1e10, "bf16_flops": 1e11, "fp8_flops": None}
 
 
