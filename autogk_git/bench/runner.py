@@ -42,6 +42,7 @@ SHIPPED = "autogk_judge"  # the package's name in the job's folder (stdlib + tor
 TERM_GRACE_S = 3.0       # the judge's time to end its kernel processes after SIGTERM
 WATCHDOG_GRACE_S = 30.0  # the judge enforces the workload limit itself; this catches a judge that hangs
 POLL_S = 0.1
+STACKS_WAIT_S = 2.0      # how long the runner waits for an overrunning judge's stacks (SIGUSR1) before ending it
 
 OnProgress = Callable[[str, str, str, float], None]
 """on_progress(label, uuid, status, elapsed_s): called as each (label, workload) gets its status;
@@ -185,6 +186,33 @@ def _spawn_judge(args: list[str], d: Path, judge_env: dict[str, str], errf: Path
     return proc, proc.stdin, None
 
 
+def _judge_stacks(proc, errf: Path) -> str:
+    """Ask a judge that overran its limits for every thread's Python stack (process.py registers SIGUSR1
+    with faulthandler) and return what it wrote to its stderr, its last 4000 characters."""
+    try:
+        start = errf.stat().st_size
+    except OSError:
+        start = 0
+    try:
+        proc.send_signal(signal.SIGUSR1)
+    except (ProcessLookupError, OSError):
+        return ""
+    end = time.monotonic() + STACKS_WAIT_S
+    text, seen = "", 0
+    while time.monotonic() < end:
+        time.sleep(0.2)
+        try:
+            with open(errf, "rb") as f:
+                f.seek(start)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        if "most recent call first" in text and len(text) == seen:  # written, and no more coming
+            break
+        seen = len(text)
+    return text[-4000:]
+
+
 def _end(proc: subprocess.Popen, children: list[int], tag: str) -> None:
     """SIGTERM the judge (it ends its kernel processes), then SIGKILL everything of this job."""
     if proc.poll() is None:
@@ -324,6 +352,11 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     time.sleep(POLL_S)
             finally:
                 t_exit = time.monotonic()
+                if (timed_out or hung) and proc.poll() is None:
+                    stacks = _judge_stacks(proc, errf)
+                    if stacks:
+                        records.append({"event": "judge_stacks", "why": "the job's limit" if timed_out else
+                                        f"no result on {', '.join(hung)} within {wl_limit:.0f} s", "stacks": stacks})
                 _end(proc, children, tag)
                 # the inputs it shared with its kernels (a CPU job's), which no ended process unlinks
                 hygiene.drop_shared_memory([proc.pid, *children])

@@ -152,3 +152,37 @@ def test_a_killed_runner_ends_its_forked_judge_even_while_the_template_is_stoppe
                     pass
         if drive.poll() is None:
             drive.kill()
+
+
+def test_a_process_forked_with_a_stdin_writes_its_stdout_and_stderr_to_its_log(tmp_path, tmp_env):
+    # A judge is forked from the template with a stdin (its key and job) and a log for stdout and stderr.
+    # The template holds no descriptor 0, so the log was opened as 0, replaced by stdin, and 1 and 2 became
+    # the stdin pipe: a forked judge's stderr went nowhere (an empty stderr file), and a write to it
+    # raised. On a GPU the write before the judge's self-SIGTERM (its stream blocked for good) raised,
+    # so that judge went on and hung until the test's limit (tests/test_witness_gpu.py, since 2b00b45).
+    from autogk_git.bench.judge import forks, launch
+    d = tmp_path / "job"
+    d.mkdir()
+    runner._write_judge(d, None)
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "autogk_probe.py").write_text(
+        "import sys\n"
+        "def entry(args):\n"
+        "    line = sys.stdin.readline().strip()\n"
+        "    print('on stdout: ' + line, flush=True)\n"
+        "    print('on stderr: ' + line, file=sys.stderr, flush=True)\n"
+        "    return 0\n")
+    tpl = forks.Template(launch.command("forks", [], package=runner.SHIPPED, root=d), tmp_env, str(d),
+                         str(d / "template.log"))
+    try:
+        r, w = os.pipe()
+        log = tmp_path / "probe.log"
+        proc = tpl.spawn("autogk_probe", [], str(d), tmp_env, str(log), stdin_fd=r, root=str(mods))
+        os.close(r)
+        os.write(w, b"the job\n")
+        os.close(w)
+        assert proc.wait(timeout=60) == 0, log.read_text() if log.exists() else "no log"
+        assert log.read_text().splitlines() == ["on stdout: the job", "on stderr: the job"]
+    finally:
+        tpl.close()

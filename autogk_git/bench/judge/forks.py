@@ -238,9 +238,13 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> int:
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in fds]
     for fd in fds:
         os.close(fd)
-    stdin = high.pop(0) if req.get("stdin") else os.open(os.devnull, os.O_RDONLY)
+    # Both opened above the descriptors they are placed on: the starter holds no 0 (its _serve closed it),
+    # so a log opened as 0 was replaced by stdin next and 1 and 2 became the stdin pipe: a forked judge's
+    # stderr went nowhere, and the write before its self-SIGTERM (a GPU stream blocked for good) raised
+    # instead, so that judge went on and hung (tests/bench/judge/test_forks.py).
+    stdin = high.pop(0) if req.get("stdin") else _above(os.open(os.devnull, os.O_RDONLY))
     os.setsid()
-    log = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    log = _above(os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
     os.dup2(stdin, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -270,6 +274,14 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> int:
     importlib.invalidate_caches()
     sys.argv = ["-c", *req["args"]]
     return importlib.import_module(module).entry(list(req["args"]))
+
+
+def _above(fd: int) -> int:
+    """fd moved to a number above the ones a child places (0-2, its kept descriptor): never one of them."""
+    import fcntl
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD)
+    os.close(fd)
+    return high
 
 
 def _exit(code: int) -> None:

@@ -17,6 +17,7 @@ happened in and restart the judge on what is left.
 """
 from __future__ import annotations
 
+import faulthandler
 import functools
 import hashlib
 import hmac
@@ -299,6 +300,9 @@ def main(argv: list[str]) -> int:
     hygiene.die_with_parent(signal.SIGTERM)
     hygiene.become_subreaper()
     signal.signal(signal.SIGTERM, _term)
+    # The runner's SIGUSR1, before it ends a judge that overran its limits: every thread's Python stack to
+    # stderr (which the runner reads), so where it hung is in the result, not only that it did.
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     if os.getppid() != parent:  # the runner died before PR_SET_PDEATHSIG was set
         return 3
     threading.Thread(target=_lifeline, args=(sys.stdin.fileno(),), daemon=True, name="lifeline").start()

@@ -15,12 +15,12 @@ WORKLOADS = [json.loads(line)["workload"] for line in (DATA / "workloads.jsonl")
 GOOD = (DATA / "kernel.py").read_text()
 
 
-def run_kernel(source: str, timeout: float = 120, workloads=WORKLOADS) -> dict:
+def run_kernel(source: str, timeout: float = 120, workloads=WORKLOADS, whole: bool = False) -> dict:
     job = {"stage": "quick", "definition": DEFINITION, "workloads": workloads,
            "sources": {"candidate": {"kernel.py": source}}, "generator": None, "blob_root": str(DATA),
            "settings": {"trials": 2, "device": "cpu"}, "seed": 7}
     out = runner.run_worker(job, dict(os.environ, TRITON_INTERPRET="1"), timeout)
-    return out["labels"]["candidate"]
+    return out if whole else out["labels"]["candidate"]
 
 
 def statuses(res: dict) -> list[str]:
@@ -75,9 +75,15 @@ def test_hang_becomes_timeout_within_the_limit():
     # A short limit: the test waits for all of it (the point is that the hang does not outlive it). 20 s,
     # not less: on a loaded 2-core machine the kernel's process took over 10 s to start, and the job's
     # limit was spent before the first workload was in flight.
-    res = run_kernel(src, timeout=20)
+    out = run_kernel(src, timeout=20, whole=True)
+    res = out["labels"]["candidate"]
     assert statuses(res) == ["TIMEOUT"] * 3
     assert "20 s limit" in res[WORKLOADS[0]["uuid"]]["message"]
+    # Before ending a judge past its limit the runner asks for its stacks (SIGUSR1, faulthandler): where
+    # it waited is in the result. (A judge that hung on the GPU left only "no result within ..." before.)
+    [stacks] = [r for r in out["records"] if r.get("event") == "judge_stacks"]
+    assert stacks["why"] == "the job's limit" and "most recent call first" in stacks["stacks"], stacks
+    assert "kernels.py" in stacks["stacks"], stacks["stacks"]  # waiting on the kernel's answer
 
 
 def test_missing_run_is_compile_error():
