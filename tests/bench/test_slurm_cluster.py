@@ -19,3 +19,29 @@ def test_slurm_commands_are_out_of_reach_of_the_terminals_ctrl_c(tmp_path, monke
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     sid, pgid = map(int, cluster._run(["squeue"]).stdout.split())
     assert sid != os.getsid(0) and pgid != os.getpgid(0), "squeue ran in autogk's own session and group"
+
+
+def test_a_scancel_the_controller_times_out_is_tried_again_until_the_job_is_gone(tmp_path, monkeypatch):
+    # Under load slurmctld may time out a scancel's RPC ("Socket timed out"): one try, its exit code
+    # ignored, left the job queued after a Ctrl-C (the parallel loop's test, beside a CPU hog).
+    state = tmp_path / "state"
+    state.write_text("PENDING")
+    tries = tmp_path / "tries"
+    tries.write_text("")
+    bins = {
+        "scancel": f"import sys, pathlib\nt = pathlib.Path({str(tries)!r})\nt.write_text(t.read_text() + 'x')\n"
+                   f"if len(t.read_text()) == 1:\n    print('scancel: error: Socket timed out', file=sys.stderr)\n"
+                   f"    sys.exit(1)\npathlib.Path({str(state)!r}).write_text('CANCELLED')\n",
+        "squeue": f"import pathlib\nprint('7|' + pathlib.Path({str(state)!r}).read_text() + '|None|(null)|autogk:k|0|')\n",
+    }
+    for name, body in bins.items():
+        f = tmp_path / name
+        f.write_text(f"#!{sys.executable}\n{body}")
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(cluster.shutil, "which", lambda name, *a, **k: str(tmp_path / name)
+                        if (tmp_path / name).exists() else None)
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    cluster.cancel("7")
+    assert state.read_text() == "CANCELLED" and tries.read_text() == "xx"
+    assert not cluster.query("7").live

@@ -116,9 +116,25 @@ def _whoami() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
 
 
+CANCEL_TRIES = 5  # scancel refused (a busy controller times out its RPC) is tried again, a second apart
+
+
 def cancel(job_id: str) -> None:
-    """scancel a job; a job that already ended is not an error."""
-    _run(["scancel", job_id], check=False)
+    """scancel a job until SLURM no longer lists it live; a job that already ended is not an error. One
+    scancel whose RPC a busy controller timed out left the job queued (a loaded machine, 2026-12-05)."""
+    import time
+    for attempt in range(CANCEL_TRIES):
+        try:
+            done = _run(["scancel", job_id], check=False).returncode == 0
+            st = query(job_id)
+        except BenchError:  # no answer within TIMEOUT_S: try again
+            done, st = False, None
+        if st is not None and not st.live:
+            return
+        if done and st is None:  # accepted, and no longer known: gone
+            return
+        if attempt < CANCEL_TRIES - 1:
+            time.sleep(1.0)
 
 
 def partitions() -> dict[str, dict[str, str]]:
