@@ -436,7 +436,8 @@ def test_ctrl_c_in_parallel_cancels_every_job_the_loop_has_in_flight(project, sl
     os.killpg(proc.pid, signal.SIGINT)
     # The benchmark threads, not only the main one, stop: each cancels its own job.
     assert proc.wait(timeout=90) == 130, log.read_text()
-    assert not our_jobs(), "Ctrl-C left the parallel loop's jobs in the queue"
+    left = our_jobs()
+    assert not left, f"Ctrl-C left the parallel loop's jobs in the queue: {left}\n{log.read_text()[-3000:]}"
 
 
 def test_iterate_after_a_crash_waits_for_the_job_it_left_instead_of_submitting_again(project, slurm, tmp_path):
