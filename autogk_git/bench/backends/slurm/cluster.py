@@ -120,19 +120,20 @@ CANCEL_TRIES = 5  # scancel refused (a busy controller times out its RPC) is tri
 
 
 def cancel(job_id: str) -> None:
-    """scancel a job until SLURM no longer lists it live; a job that already ended is not an error. One
+    """scancel a job until squeue no longer lists it live; a job that already ended is not an error. One
     scancel whose RPC a busy controller timed out left the job queued (a loaded machine, 2026-12-05)."""
     import time
     for attempt in range(CANCEL_TRIES):
         try:
-            done = _run(["scancel", job_id], check=False).returncode == 0
-            st = query(job_id)
+            _run(["scancel", job_id], check=False)
+            sq = _run(["squeue", "-h", "-t", "all", "-j", job_id, "-O", _FIELDS], check=False)
         except BenchError:  # no answer within TIMEOUT_S: try again
-            done, st = False, None
-        if st is not None and not st.live:
-            return
-        if done and st is None:  # accepted, and no longer known: gone
-            return
+            sq = None
+        if sq is not None and sq.returncode == 0:
+            if not any(st and st.job_id == job_id and st.live for st in map(_parse, sq.stdout.splitlines())):
+                return
+        elif sq is not None and "invalid job id" in (sq.stderr or "").lower():
+            return  # SLURM no longer knows it: long gone
         if attempt < CANCEL_TRIES - 1:
             time.sleep(1.0)
 
