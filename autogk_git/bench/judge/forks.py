@@ -233,15 +233,13 @@ def _serve(sock: socket.socket, judge: int, die_with_parent: bool = True) -> Non
 
 def _child(sock: socket.socket, req: dict, fds: list[int]) -> int:
     """In the forked kernel process: become what a fresh `python -c` of launch.command would be."""
-    import fcntl
     sock.close()
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in fds]
-    for fd in fds:
-        os.close(fd)
+    high = [_above(fd) for fd in fds]
     # Both opened above the descriptors they are placed on: the starter holds no 0 (its _serve closed it),
     # so a log opened as 0 was replaced by stdin next and 1 and 2 became the stdin pipe: a forked judge's
-    # stderr went nowhere, and the write before its self-SIGTERM (a GPU stream blocked for good) raised
-    # instead, so that judge went on and hung (tests/bench/judge/test_forks.py).
+    # stderr went nowhere and a write to it raised (tests/bench/test_runner_template.py). On a GPU that
+    # write comes just before a judge whose stream stayed blocked ends itself: the likely reason such a
+    # forked judge went on and hung (not yet re-run on the GPU).
     stdin = high.pop(0) if req.get("stdin") else _above(os.open(os.devnull, os.O_RDONLY))
     os.setsid()
     log = _above(os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))

@@ -82,12 +82,16 @@ def _parse(line: str) -> JobState | None:
                     int(restarts) if restarts.isdigit() else 0)
 
 
+def _squeue_job(job_id: str) -> subprocess.CompletedProcess:
+    """squeue's answer on one job, any state (its exit code and stderr are the caller's to read)."""
+    return _run(["squeue", "-h", "-t", "all", "-j", job_id, "-O", _FIELDS], check=False)
+
+
 def query(job_id: str) -> JobState | None:
     """The job's state (squeue, then sacct where accounting keeps it); None when SLURM no longer knows it."""
-    out = _run(["squeue", "-h", "-t", "all", "-j", job_id, "-O", _FIELDS], check=False)
+    out = _squeue_job(job_id)
     if out.returncode == 0:
-        for line in out.stdout.splitlines():
-            st = _parse(line)
+        for st in map(_parse, out.stdout.splitlines()):
             if st and st.job_id == job_id:
                 return st
     if shutil.which("sacct"):
@@ -126,7 +130,7 @@ def cancel(job_id: str) -> None:
     for attempt in range(CANCEL_TRIES):
         try:
             _run(["scancel", job_id], check=False)
-            sq = _run(["squeue", "-h", "-t", "all", "-j", job_id, "-O", _FIELDS], check=False)
+            sq = _squeue_job(job_id)
         except BenchError:  # no answer within TIMEOUT_S: try again
             sq = None
         if sq is not None and sq.returncode == 0:
