@@ -155,6 +155,25 @@ def cupti_median(fn, flush: Flush, reps: int) -> float:
     return statistics.median(calls)
 
 
+def cupti_median_rotated(run, args: list, alloc_outs, flush, reps: int, mem_bytes: int = 1 << 30) -> tuple[float, int]:
+    """cupti_median with each call on its own copy of the inputs and outputs, in turn, as many copies as
+    the judge's window holds within its memory budget (bench/judge/rounds.py calls_per_round: at least 2,
+    at most reps): the judge's conditions, where a workload larger than the L2 meets its pages afresh.
+    Returns (median microseconds, copies)."""
+    outs0 = alloc_outs()
+    nbytes = sum(t.numel() * t.element_size() for t in (*args, *outs0) if isinstance(t, torch.Tensor))
+    copies = max(2, min(reps, mem_bytes // max(1, nbytes)))
+    sets = [[t.clone() if isinstance(t, torch.Tensor) else t for t in args] for _ in range(copies)]
+    outs = [outs0] + [alloc_outs() for _ in range(copies - 1)]
+    turn = iter(range(1 << 62))
+
+    def call() -> None:
+        i = next(turn) % copies
+        run(*sets[i], *outs[i])
+
+    return cupti_median(call, flush, reps), copies
+
+
 def graph_median(fn, flush: Flush, reps: int) -> float:
     """Median microseconds of a CUDA-graph replay of fn(), each replay after an L2 flush."""
     s = torch.cuda.Stream()

@@ -64,3 +64,43 @@ def test_the_cupti_agreement_after_the_judges_kind_of_flush_is_read_apart():
     assert "cupti_w_agree" not in by["b"] and by["b"]["cupti_agree"]
     assert summ["agreement_cupti_w"]["workloads_checked"] == 1 and summ["agreement_cupti_w"]["agree"] == 1
     assert "write" in summ["agreement_cupti_w"]["rule"] and "read" in summ["agreement_cupti"]["rule"]
+
+
+def test_the_rotated_cupti_figure_puts_each_call_on_its_own_copy_within_the_judges_memory_budget():
+    import torch
+    dsa = load("dsa_bench")
+    seen = []
+
+    def fake_cupti(fn, flush, reps):  # the module's own cupti_median, called as it would be: reps calls
+        for _ in range(reps):
+            flush()
+            fn()
+        return 7.0
+    dsa.cupti_median = fake_cupti
+    x, w = torch.ones(4, 8), torch.ones(8)  # 128 + 32 bytes, outputs 128: 288 a set
+
+    def run(a, b, out):
+        seen.append((a.data_ptr(), out.data_ptr()))
+        assert a is not x  # a copy, never the caller's own tensor
+    us, copies = dsa.cupti_median_rotated(run, [x, w], lambda: [torch.empty(4, 8)], lambda: None, 10, mem_bytes=1000)
+    assert (us, copies) == (7.0, 3)  # 1000 // 288
+    assert len({p for p, _ in seen}) == 3 and len({o for _, o in seen}) == 3
+    assert seen[3:6] == seen[:3] and len(set(seen[:3])) == 3  # in turn
+    seen.clear()
+    _, copies = dsa.cupti_median_rotated(run, [x, w], lambda: [torch.empty(4, 8)], lambda: None, 10, mem_bytes=10)
+    assert copies == 2  # never fewer than two, as the judge's window
+    _, copies = dsa.cupti_median_rotated(run, [x, w], lambda: [torch.empty(4, 8)], lambda: None, 4, mem_bytes=1 << 30)
+    assert copies == 4  # never more than the calls
+
+
+def test_the_agreement_on_the_judges_conditions_is_read_on_its_own_figures():
+    lg = load("loop_gpu")
+    timing = {"rows": [
+        {"uuid": "a", "axes": {"b": 8192}, "start": {"graph_us": 58.4, "cupti_us": 54.5, "cupti_w_us": 61.0,
+                                                    "cupti_wr_us": 58.8, "correct": True},
+         "best": {"graph_us": 45.0, "cupti_us": 41.6, "cupti_w_us": 47.4, "cupti_wr_us": 48.3, "correct": True}}]}
+    ag = {"start": {"a": 56.7}, "best": {"a": 48.6}}
+    rows, summ = lg.compare_rows(timing, ag)
+    r = rows[0]
+    assert not r["cupti_agree"] and not r["cupti_w_agree"] and r["cupti_wr_agree"]
+    assert summ["agreement_cupti_wr"]["agree"] == 1 and "own copy" in summ["agreement_cupti_wr"]["rule"]
