@@ -297,3 +297,31 @@ def test_the_objectives_interval_is_read_on_the_rounds_every_workload_was_timed_
         w["log_ratios"] = w["log_ratios"] + w["log_ratios"][:3]
     v = PairedRatioRule().decide(bench, c)
     assert v["rounds"] == ab["rounds"], (v["rounds"], ab["rounds"])
+
+
+class Colluding:
+    """A candidate that copies outputs its parent left behind (a buffer of the trunk's kernel, kept earlier,
+    shared through `/dev/shm`) in the rounds where the parent was timed first on the same input sets (half
+    of them, at random), and computes them itself, at `own` x the parent's time, in the others."""
+
+    def __init__(self, copied: float, own: float, seed: int) -> None:
+        self.copied, self.own, self.rng, self.calls, self.factor = copied, own, random.Random(seed), [0] * N_WL, {}
+
+    def __call__(self, w: int, rng: random.Random) -> float:
+        r = self.calls[w] // CALLS[w]
+        self.calls[w] += 1
+        if (w, r) not in self.factor:
+            self.factor[w, r] = self.copied if self.rng.random() < 0.5 else self.own
+        return self.factor[w, r]
+
+
+@pytest.mark.parametrize("copied,own", [(0.2, 1.0), (0.2, 1.1), (0.5, 1.05), (0.7, 1.03)])
+def test_a_pair_that_shares_outputs_is_refused_unless_the_candidate_is_faster_on_its_own(copied, own):
+    # Half its rounds run at the parent's pace or slower: a round where the parent went second reads as
+    # no gain (unstable) or a slowdown (the guard), so the copied rounds carry nothing. What is left is a
+    # candidate really faster on its own whose figure the copied rounds overstate (the README's threat model).
+    c = cfg()
+    vs = [PairedRatioRule().decide(simulate(Colluding(copied, own, k), 300 + k, c), c) for k in range(10)]
+    assert not [v for v in vs if v["decision"] == "keep"], [v["reason"] for v in vs if v["decision"] == "keep"][:2]
+    vs = [PairedRatioRule().decide(simulate(Colluding(0.2, 0.9, k), 400 + k, c), c) for k in range(3)]
+    assert all(v["decision"] == "keep" for v in vs)  # really 0.9x, claimed ~0.45x: not caught by the rule
