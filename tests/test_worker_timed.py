@@ -173,8 +173,10 @@ def test_a_screened_ab_job_checks_every_workload_and_the_parent_on_one_input_set
     assert {r["status"] for r in recs.values()} == {"PASSED"} and len(recs) == 4 and s["rounds"] == 2
     # timed calls: warm-up + reps + host-latency calls per round, the same for both labels; the
     # correctness calls differ: the parent is called once per workload, the candidate trials + 2 times,
-    # then on the stress sets (scaled_rows and outliers: the inputs are vectors) and one unlisted shape.
-    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2 + 2 + 1) - 1)
+    # then on the stress sets (scaled_rows and outliers: the inputs are vectors) and one unlisted shape;
+    # after the last round the parent is timed once more, on the candidate's last sets (rounds.py:
+    # settle_pending), for the comparison of its outputs there: warm-up + reps + host calls a workload.
+    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2 + 2 + 1) - 1) - 2 * (1 + 4 + 10)
 
 
 def test_reference_calls_an_ab_job_makes():
@@ -218,18 +220,21 @@ def test_the_verify_plan_reads_some_early_rounds_at_random_and_every_later_one()
     assert all(5 not in p["a"] for p in plans)
 
 
+def wrong_late(n):
+    """Right for its first n calls, then wrong (zeros: not NaN, so the poison check cannot see it)."""
+    calls = [0]
+
+    def run(x, bias, scale, out):
+        calls[0] += 1
+        torch.add(x * scale, bias, out=out)
+        if calls[0] > n:
+            out.zero_()
+    return run
+
+
 def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     """Right for every correctness call and the early rounds' timed calls, then wrong (not NaN, so the
     poison check cannot see it): a later round's verified call catches it."""
-    def wrong_late(n):
-        calls = [0]
-
-        def run(x, bias, scale, out):
-            calls[0] += 1
-            torch.add(x * scale, bias, out=out)
-            if calls[0] > n:
-                out.zero_()
-        return run
     plan = rounds.verify_plan
     # one early round, and it reads nothing: only the later rounds' one-a-round reads can catch it
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {**plan({**s, "min_rounds": 1}, u, rng),
@@ -245,6 +250,43 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 2 * 15)})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL" and "the sample did not read" in c["message"]
+
+
+def test_a_kernel_wrong_only_in_the_last_round_is_compared_with_the_parent_on_the_same_sets(monkeypatch):
+    """The parent is timed on the candidate's sets of the round before, so the candidate's outputs of the
+    last round meet the parent's only when the parent runs once more after it (settle_pending): a kernel
+    right until then, with no reference read at all, is still caught there."""
+    monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
+    j = job("ab", workloads=WLS[:1], trials=2, min_rounds=4, max_rounds=4)
+    # correctness 7 calls, then 15 a round (see the test above): wrong from the fourth round's first call on
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 3 * 15)})
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert s["rounds"] == 4 and c["status"] == "INCORRECT_NUMERICAL" and "the sample did not read" in c["message"], c
+
+
+def test_the_candidate_is_never_timed_on_inputs_the_parent_has_seen():
+    """A trunk kernel made to leave its outputs for the next candidate (a buffer shared through /dev/shm)
+    is useless if the candidate never gets inputs the parent has had first: the parent records every input
+    it sees, the candidate counts those it is given again; in the correctness checks too (those run the
+    candidate's first, or it could wait for the parent's outputs). On the old code 104 of 194 were."""
+    seen = {}
+
+    def key(x) -> bytes:
+        return x.contiguous().numpy().tobytes()
+
+    def parent(x, bias, scale, out):
+        seen[key(x)] = True
+        torch.add(x * scale, bias, out=out)
+
+    def cand(x, bias, scale, out):
+        cand.again += key(x) in seen
+        cand.calls += 1
+        torch.add(x * scale, bias, out=out)
+    cand.again = cand.calls = 0
+    j = job("ab", workloads=WLS[3:5], min_rounds=6, max_rounds=6)
+    recs, s, _ = run_inprocess(j, {"parent": parent, "candidate": cand})
+    assert {r["status"] for r in recs.values()} == {"PASSED"} and s["rounds"] == 6
+    assert cand.calls > 100 and cand.again == 0, (cand.again, cand.calls)
 
 
 def _cheat(name: str) -> dict:

@@ -348,8 +348,8 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
 def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
               emit_done: bool, refs: SharedRefs | None = None) -> dict[str, dict]:
     """Correctness records for every (label, workload) asked for. Labels in their own processes are
-    checked side by side (one judge thread each: the judge mostly waits on them); in-process ones
-    one after the other. refs: the first set's reference outputs shared between labels (one is made
+    checked in their own judge threads (the judge mostly waits on them), the candidate's before any
+    other's; in-process ones one after the other. refs: the first set's reference outputs shared between labels (one is made
     here when None)."""
     refs = refs if refs is not None else SharedRefs(len(kernels))
     recs: dict[str, dict] = {}
@@ -373,15 +373,21 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
 
     remote = [v for v in kernels.values() if isinstance(v[0], RemoteKernel) or v[1]]
     if len(kernels) > 1 and len(remote) == len(kernels):
-        threads = [threading.Thread(target=one, args=(label, run, err), name=f"judge-{label}")
-                   for label, (run, err) in kernels.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        # The candidate's checks end before the parent's begin: run side by side, a candidate could wait
+        # for the parent's outputs on the same inputs (left in a buffer shared through /dev/shm by a trunk
+        # kernel made for it) and copy them, passing checks its own code fails. Other labels (tests) side
+        # by side, after the candidate.
+        waves = [[lb for lb in kernels if lb == "candidate"], [lb for lb in kernels if lb != "candidate"]]
+        for wave in (w for w in waves if w):
+            threads = [threading.Thread(target=one, args=(label, *kernels[label]), name=f"judge-{label}")
+                       for label in wave]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
     else:
-        for label, (run, err) in kernels.items():
-            one(label, run, err)
+        for label in sorted(kernels, key=lambda lb: lb != "candidate"):  # the candidate's first here too
+            one(label, *kernels[label])
     if errors:
         raise errors[0]
     return recs

@@ -1,5 +1,16 @@
-"""Paired timing rounds: per round, every workload, both labels in random order on the same fresh
-input sets; then the judge checks what the timed calls wrote."""
+"""Paired timing rounds: per round, every workload, both labels in random order, back to back; then the
+judge checks what the timed calls wrote.
+
+Against the reference (the stride stage) both labels run on the same fresh input sets. Against a parent
+(the ab stage: a kernel of the trunk, in a process of its own, as untrusted as the candidate) the
+candidate never gets inputs the parent has seen: each round it gets fresh sets, and the parent is timed
+on the candidate's sets of the round before (its first round on sets the candidate never gets), so a
+trunk kernel cannot leave its outputs somewhere (a buffer shared through /dev/shm) for a candidate to
+copy instead of computing. The parent's outputs on those sets are then what the candidate's unsampled
+calls are compared with (cross_check), a round late; after the last round the parent runs once more,
+on the candidate's last sets, for that comparison alone (`settle_pending`). The sets of both labels
+are made before the round's windows and out of the L2 when they open (`evict`): neither label's copy
+into its process reads them warmer than the other's."""
 from __future__ import annotations
 
 import math
@@ -187,9 +198,66 @@ def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
     return plan
 
 
+def evict(timer) -> None:
+    """Out of the L2 with the input sets just made (a GPU timer's flush; nothing on the host clock): the
+    judge copies each label's sets into its process inside the window, and sets made a round earlier
+    (the parent's) would otherwise be read colder than the candidate's fresh ones."""
+    flush = getattr(timer, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def cross_check_pending(job: dict, wl: dict, prev: dict | None, parent_seen: list | None,
+                        reference) -> KernelFailure | None:
+    """The candidate's outputs on its sets of the round before (`prev`), against the parent's on the same
+    sets now (cross_check); None where there is nothing to compare (the parent's first sets)."""
+    if prev is None or prev.get("seen") is None or parent_seen is None:
+        return None
+    t_x = time.perf_counter()
+    try:
+        bad = cross_check(job["definition"], parent_seen, prev["seen"], prev["sets"], prev["checked"], prev["ref"],
+                          reference, job.get("settings", {}).get("tolerances", {}), resolve_axes(job["definition"], wl))
+    except HarnessFailure as e:
+        bad = KernelFailure(Status.HARNESS_ERROR, str(e))
+    phase("verify", t_x)
+    return bad
+
+
+def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict, pending: dict, failures: dict,
+                   reference, device: str, rng: random.Random, timers: dict, method: dict, longest: dict,
+                   emit) -> None:
+    """After the last round: the parent once more on each workload's last candidate sets, for the
+    comparison of the candidate's outputs there alone (its figures are not used)."""
+    for u, prev in pending.items():
+        if u in failures or prev.get("seen") is None:
+            continue
+        wl = wl_of[u]
+        for _ in range(EARLY_TRIES):
+            emit(event="at", label=base.label, uuid=u)
+            arm(base.fn)
+            try:
+                _, seen = time_label(base, prev["sets"], prev["warm"], job, wl, reference, device, rng,
+                                     timers[method[u]], prev["checked"], prev["ref"], longest.get(u))
+            except Early:
+                continue
+            except KernelFailure as e:
+                failures[u] = (base.label, e)
+            except HarnessFailure as e:
+                failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
+            except Exception as e:  # noqa: BLE001 - the parent raised on the candidate's last sets
+                die_if_context_lost(e, device)
+                failures[u] = (base.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
+            else:
+                bad = cross_check_pending(job, wl, prev, seen, reference)
+                if bad is not None:
+                    failures[u] = (cand.label, bad)
+            break
+
+
 def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
                  reference, device: str, emit, seq, rounds: int) -> tuple[dict, dict, float | None]:
-    """Paired rounds: per round, every workload, both labels in random order on the same fresh values.
+    """Paired rounds: per round, every workload, both labels in random order (see the module's doc for
+    which input sets each gets).
 
     Returns (per-workload figures, failures {uuid: (label, KernelFailure)}, memory bandwidth B/s)."""
     settings = job.get("settings", {})
@@ -213,6 +281,11 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     tried: dict[str, set] = {}
     longest: dict[str, float] = {}  # per workload: the longest witnessed request, gate to reply (seconds)
     verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
+    # An untrusted parent (a kernel process) is timed on the candidate's sets of the round before:
+    # per workload, those sets, their warm-up set, the candidate's outputs on them, its sample and the
+    # sample's reference outputs, until the parent's outputs on them are compared (cross_check).
+    own_sets = base.dps  # a parent (in the judge's own process only in tests and tools: the same rounds)
+    pending: dict[str, dict] = {}
     means: list[float] = []  # each round's mean log ratio over its workloads
     t_round = time.monotonic()
     for r in range(rounds):
@@ -231,21 +304,31 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 continue
             n = fig[u]["calls"]
             base_seed = seed * 7919 + i * 104729 + r * 1_000_003
+            prev = pending.get(u) if own_sets else None
             try:
                 t_in = time.perf_counter()
                 sets = [make_inputs(inputs, wl, base_seed + k, on_device=True) for k in range(n)]
                 warm = make_inputs(inputs, wl, base_seed + n, on_device=True)
+                if own_sets and prev is None:  # the parent's first sets: ones the candidate never gets
+                    prev = {"sets": [make_inputs(inputs, wl, base_seed + n + 1 + k, on_device=True)
+                                     for k in range(n)],
+                            "warm": make_inputs(inputs, wl, base_seed + 2 * n + 1, on_device=True),
+                            "seen": None, "checked": [], "ref": {}}  # (read by cross_check from round 2)
+                evict(timers["main"])
                 phase("inputs", t_in)
             except HarnessFailure as e:
                 failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
                 continue
             order = [base, cand]
             rng.shuffle(order)
-            # The same sets' outputs are compared for both labels, each reference output made once;
-            # which sets, and in which rounds, is drawn at random (verify_plan). Every timed call's
-            # outputs are checked for the poison.
+            # Which sets' outputs are compared with the reference's, and in which rounds, is drawn at
+            # random (verify_plan), each reference output made once: the parent's sample is the
+            # candidate's of the round before, on the same sets (none on its first sets), so it costs
+            # no reference call. Every timed call's outputs are checked for the poison.
             checked = rng.sample(range(n), min(verify[u].get(r, 1 if r >= verify["early"] else 0), n))
             ref_cache: dict = {}
+            given = {cand.label: (sets, warm, checked, ref_cache), base.label: (sets, warm, checked, ref_cache)
+                     if prev is None else (prev["sets"], prev["warm"], prev["checked"], prev["ref"])}
             early = 0
             early_by: dict[str, int] = {}
             while True:
@@ -257,9 +340,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         emit(event="at", label=cand.label if tk.label == "reference" else tk.label, uuid=u)
                         arm(tk.fn)
                         try:
+                            t_sets, t_warm, t_checked, t_ref = given[tk.label]
                             got[tk.label], seen[tk.label] = time_label(
-                                tk, sets, warm, job, wl, reference, device, rng, timers[method[u]], checked,
-                                ref_cache, longest.get(u))
+                                tk, t_sets, t_warm, job, wl, reference, device, rng, timers[method[u]], t_checked,
+                                t_ref, longest.get(u))
                             seen_s = (got[tk.label].get("witness") or {}).get("request_s")
                             if seen_s:
                                 longest[u] = max(longest.get(u, 0.0), seen_s)
@@ -295,7 +379,14 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 break
             if u in failures:
                 continue
-            if base.dps and seen.get(base.label) and seen.get(cand.label):
+            if own_sets:  # the candidate's outputs of the round before, against the parent's on the same sets
+                bad = cross_check_pending(job, wl, prev, seen.get(base.label), reference)
+                pending[u] = {"sets": sets, "warm": warm, "seen": seen.get(cand.label), "checked": checked,
+                              "ref": ref_cache}
+                if bad is not None:
+                    failures[u] = (cand.label, bad)
+                    continue
+            elif base.dps and seen.get(base.label) and seen.get(cand.label):
                 t_x = time.perf_counter()
                 try:
                     bad = cross_check(job["definition"], seen[base.label], seen[cand.label], sets, checked,
@@ -307,7 +398,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 if bad is not None:
                     failures[u] = (cand.label, bad)
                     continue
-            del seen
+            del seen, prev
             us = paired_figures(fig[u], got, base.label, cand.label, n)
             for label in (base.label, cand.label):
                 fig[u][label].append(us[label])
@@ -336,6 +427,9 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             mean = means[-1] if round_logs and not extra else None
             if seq.after_round(mean, {u: f["log_ratio"] for u, f in fig.items() if u not in failures}):
                 break
+    if own_sets:
+        settle_pending(job, base, cand, {wl["uuid"]: wl for _, wl in wls}, pending, failures, reference,
+                       device, rng, timers, method, longest, emit)
     for u, f in fig.items():  # every timed workload's own figures, confirmed by the judge's clock
         bad = clock_failure(f, device) if u not in failures else None
         if bad is not None:

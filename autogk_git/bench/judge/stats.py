@@ -7,7 +7,8 @@ stops the rounds as soon as the interval is decisive.
 Why this method
 ---------------
 The unit of replication is the *round*: in one round every workload is timed for the parent and for
-the candidate, in a random order, on the same fresh input values, back to back on one GPU. Clock,
+the candidate, in a random order, back to back on one GPU, each on fresh input values drawn alike (the
+candidate on sets the parent has not seen: rounds.py says why). Clock,
 thermal and neighbour drift hit both kernels of a round alike, so the paired log ratio
 `log(t_cand / t_parent)` cancels it. Per round we average these log ratios over the workloads:
 
