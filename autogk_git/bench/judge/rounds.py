@@ -227,7 +227,10 @@ def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict,
                    reference, device: str, rng: random.Random, timers: dict, method: dict, longest: dict,
                    emit) -> None:
     """After the last round: the parent once more on each workload's last candidate sets, for the
-    comparison of the candidate's outputs there alone (its figures are not used)."""
+    comparison of the candidate's outputs there alone (its figures are not used: one warm-up call and one
+    host-latency call instead of the job's). A parent that cannot finish it (the job's time limit too) is
+    a parent failure, which blocks the keep."""
+    job = {**job, "settings": {**job.get("settings", {}), "warmup": 1, "host_calls": 1}}
     for u, prev in pending.items():
         if u in failures or prev.get("seen") is None:
             continue
