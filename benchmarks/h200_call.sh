@@ -16,6 +16,9 @@
 #               loop_gpu keeps ~165 s of --wall-limit for init, grace, the timing and the report, and ten
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
+#   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
+#               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
+#               78 s on an H100, 2026-12-05)
 #   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left)
 #   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
 # Before the first step and after each one, the GPU's compute processes are listed and every stray
@@ -83,6 +86,10 @@ for step in "$@"; do
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
         --top 20 > "$W/prof.log" 2>&1
       log profile $? ;;
+    probe)
+      lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
+      timeout -k 5 "$lim" python3 benchmarks/agreement_probe.py --out "$W/probe" --jobs 6 > "$W/probe.log" 2>&1
+      log probe $? ;;
     aa|power)
       lim=${lim:-$L}; [ "$lim" -gt "$L" ] && lim=$L
       extra=""; [ "$s" = power ] && extra="--slower 0.0309"
@@ -99,5 +106,6 @@ cat "$W/times.txt"
 [ -f "$W/gpu_tests.txt" ] && grep -E "PASSED|FAILED|SKIPPED|XFAIL|ERROR|passed|failed" "$W/gpu_tests.txt" | tail -25
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
+[ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
 for s in aa power; do [ -f "$W/${s}_summary.txt" ] && tail -8 "$W/${s}_summary.txt"; done
 exit 0
