@@ -264,6 +264,23 @@ def test_a_kernel_wrong_only_in_the_last_round_is_compared_with_the_parent_on_th
     assert s["rounds"] == 4 and c["status"] == "INCORRECT_NUMERICAL" and "the sample did not read" in c["message"], c
 
 
+def test_a_parent_that_fails_in_its_window_after_the_last_round_blocks_the_comparison():
+    """The parent's extra window (settle_pending) is a parent's run like any other: a parent that raises
+    there is the parent's failure, recorded as such, and the candidate is not timed on that workload."""
+    calls = [0]
+
+    def parent(x, bias, scale, out):
+        calls[0] += 1
+        if calls[0] > 7 + 2 * 15:  # correctness 7, two rounds of 15: its first call after the last round
+            raise RuntimeError("the parent fails on the candidate's last sets")
+        torch.add(x * scale, bias, out=out)
+    j = job("ab", workloads=WLS[:1], min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": parent, "candidate": honest})
+    u = WLS[0]["uuid"]
+    assert recs[f"parent:{u}"]["status"] == "RUNTIME_ERROR" and "last sets" in recs[f"parent:{u}"]["message"]
+    assert "not timed: the parent failed here" in recs[f"candidate:{u}"]["message"], recs[f"candidate:{u}"]
+
+
 def test_the_candidate_is_never_timed_on_inputs_the_parent_has_seen():
     """A trunk kernel made to leave its outputs for the next candidate (a buffer shared through /dev/shm)
     is useless if the candidate never gets inputs the parent has had first: the parent records every input
