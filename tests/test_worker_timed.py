@@ -281,6 +281,25 @@ def test_a_parent_that_fails_in_its_window_after_the_last_round_blocks_the_compa
     assert "not timed: the parent failed here" in recs[f"candidate:{u}"]["message"], recs[f"candidate:{u}"]
 
 
+def test_a_parent_window_after_the_last_round_that_never_opens_in_time_judges_nothing(monkeypatch):
+    """That window is the only comparison of the candidate's last outputs: where the judge's gate opens too
+    early in every try (witness.Early), the workload is a harness error, never a pass without it."""
+    real, windows = rounds.time_label, []
+
+    def time_label(tk, *a, **k):
+        if tk.label == "parent":
+            windows.append(1)
+            if len(windows) > 2:  # two rounds, then the window after the last one
+                raise rounds.Early("the gate opened before the calls were queued")
+        return real(tk, *a, **k)
+    monkeypatch.setattr(rounds, "time_label", time_label)
+    j = job("ab", workloads=WLS[:1], min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": honest})
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert c["status"] == "HARNESS_ERROR" and "could not hold the gate" in c["message"], c
+    assert len(windows) == 2 + rounds.EARLY_TRIES
+
+
 def test_the_candidate_is_never_timed_on_inputs_the_parent_has_seen():
     """A trunk kernel made to leave its outputs for the next candidate (a buffer shared through /dev/shm)
     is useless if the candidate never gets inputs the parent has had first: the parent records every input

@@ -349,8 +349,8 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
               emit_done: bool, refs: SharedRefs | None = None) -> dict[str, dict]:
     """Correctness records for every (label, workload) asked for. Labels in their own processes are
     checked in their own judge threads (the judge mostly waits on them), the candidate's before any
-    other's; in-process ones one after the other. refs: the first set's reference outputs shared between labels (one is made
-    here when None)."""
+    other's; in-process ones one after the other, the candidate's first. refs: the first set's reference
+    outputs shared between labels (one is made here when None)."""
     refs = refs if refs is not None else SharedRefs(len(kernels))
     recs: dict[str, dict] = {}
     errors: list[BaseException] = []

@@ -198,6 +198,18 @@ def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
     return plan
 
 
+def label_failure(tk: TimedKernel, cand: TimedKernel, e: Exception, device: str) -> tuple[str, KernelFailure]:
+    """(label blamed, failure) for an exception raised while one label was timed: its own KernelFailure,
+    a harness failure (the experiment cannot be judged: the candidate's record carries it), or anything
+    else the kernel raised (a lost CUDA context ends the judge here)."""
+    if isinstance(e, KernelFailure):
+        return tk.label, e
+    if isinstance(e, HarnessFailure):
+        return cand.label, KernelFailure(Status.HARNESS_ERROR, str(e))
+    die_if_context_lost(e, device)
+    return tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}")
+
+
 def evict(timer) -> None:
     """Out of the L2 with the input sets just made (a GPU timer's flush; nothing on the host clock): the
     judge copies each label's sets into its process inside the window, and sets made a round earlier
@@ -243,18 +255,15 @@ def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict,
                                      timers[method[u]], prev["checked"], prev["ref"], longest.get(u))
             except Early:
                 continue
-            except KernelFailure as e:
-                failures[u] = (base.label, e)
-            except HarnessFailure as e:
-                failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
             except Exception as e:  # noqa: BLE001 - the parent raised on the candidate's last sets
-                die_if_context_lost(e, device)
-                failures[u] = (base.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
+                failures[u] = label_failure(base, cand, e, device)
             else:
                 bad = cross_check_pending(job, wl, prev, seen, reference)
                 if bad is not None:
                     failures[u] = (cand.label, bad)
             break
+        else:  # never a window: the candidate's last outputs are not compared, so nothing is judged here
+            failures[u] = (cand.label, early_failure({base.label: EARLY_TRIES}, base.label, cand.label, EARLY_TRIES))
 
 
 def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
@@ -287,7 +296,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     # An untrusted parent (a kernel process) is timed on the candidate's sets of the round before:
     # per workload, those sets, their warm-up set, the candidate's outputs on them, its sample and the
     # sample's reference outputs, until the parent's outputs on them are compared (cross_check).
-    own_sets = base.dps  # a parent (in the judge's own process only in tests and tools: the same rounds)
+    own_sets = base.dps  # a parent, not the reference (a parent in the judge's own process: tests and tools)
     pending: dict[str, dict] = {}
     means: list[float] = []  # each round's mean log ratio over its workloads
     t_round = time.monotonic()
@@ -355,15 +364,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                             raise
                         except capture_error:
                             raise
-                        except KernelFailure as e:
-                            failures[u] = (tk.label, e)
-                            break
-                        except HarnessFailure as e:
-                            failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
-                            break
                         except Exception as e:  # noqa: BLE001 - the kernel raised while being timed
-                            die_if_context_lost(e, device)
-                            failures[u] = (tk.label, KernelFailure(classify(e), f"while timed: {short_tb(e)}"))
+                            failures[u] = label_failure(tk, cand, e, device)
                             break
                 except Early:
                     early += 1  # both labels again: their two windows must be alike to be compared
@@ -386,18 +388,6 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 bad = cross_check_pending(job, wl, prev, seen.get(base.label), reference)
                 pending[u] = {"sets": sets, "warm": warm, "seen": seen.get(cand.label), "checked": checked,
                               "ref": ref_cache}
-                if bad is not None:
-                    failures[u] = (cand.label, bad)
-                    continue
-            elif base.dps and seen.get(base.label) and seen.get(cand.label):
-                t_x = time.perf_counter()
-                try:
-                    bad = cross_check(job["definition"], seen[base.label], seen[cand.label], sets, checked,
-                                      ref_cache, reference, settings.get("tolerances", {}),
-                                      resolve_axes(job["definition"], wl))
-                except HarnessFailure as e:
-                    bad = KernelFailure(Status.HARNESS_ERROR, str(e))
-                phase("verify", t_x)
                 if bad is not None:
                     failures[u] = (cand.label, bad)
                     continue
