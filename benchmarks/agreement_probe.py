@@ -4,7 +4,8 @@ tuner finds on a GPU: BLOCK_SIZE 2048, NUM_WARPS 8), judged by autogk's own ab j
 ways round (start as the parent, then as the candidate: a bias of the label shows as an asymmetry), and
 timed in between by this script's own CUPTI code (dsa_bench.cupti_median) after a read flush, after the
 judge's kind of flush (a write), and after a write flush with the inputs rotated over as many copies as
-the judge's window holds.
+the judge's window holds (dsa_bench.cupti_median_rotated; the run of 2026-12-05 on an H100 used this
+script's own rotation over up to 8 copies, where the judge's window holds 7 at batch 8192).
 
     python benchmarks/agreement_probe.py --out DIR [--jobs 4] [--min-batch 1024] [--edit BLOCK_SIZE=2048,NUM_WARPS=8]
 
@@ -69,25 +70,18 @@ def independent(kernels: dict, batches: list, reps: int) -> dict:
         x = torch.randn(b, 4096, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
         y = torch.empty_like(x)
-        copies = max(1, min(8, (2 << 30) // max(1, 2 * x.numel() * 2)))
-        xs = [torch.randn_like(x) for _ in range(copies)]
-        ys = [torch.empty_like(x) for _ in range(copies)]
         row = {}
         for tag, mod in kernels.items():
             mod.run(x, w, y)
             torch.cuda.synchronize()
             row[f"{tag}_read"] = dsa.cupti_median(lambda m=mod: m.run(x, w, y), read, reps)
             row[f"{tag}_write"] = dsa.cupti_median(lambda m=mod: m.run(x, w, y), write, reps)
-            k = iter(range(10 ** 9))
-
-            def rotated(m=mod) -> None:
-                i = next(k) % copies
-                m.run(xs[i], w, ys[i])
-            row[f"{tag}_write_rotated"] = dsa.cupti_median(rotated, write, reps)
+            # each call on its own copy of the inputs and outputs, as many as the judge's window holds
+            row[f"{tag}_write_rotated"], row["copies"] = dsa.cupti_median_rotated(
+                mod.run, [x, w], lambda: [torch.empty_like(x)], write, reps)
         for kind in ("read", "write", "write_rotated"):
             row[f"ratio_{kind}"] = row[f"best_{kind}"] / row[f"start_{kind}"]
         out[str(b)] = row
-        del x, y, xs, ys
     torch.cuda.empty_cache()
     return out
 

@@ -45,7 +45,7 @@ Steps, each wrapped so that a failure is written into the outputs and the rest s
    read flush leaves clean ones; mid-size workloads near the L2's size differ by it), and once more with
    each call on its own copy of the inputs and outputs, as many copies as the judge's window holds
    (dsa_bench.cupti_median_rotated: the judge's conditions; on an H100, 2026-12-05, the judge's own
-   ratio matched this one within 5 % where the read flush on one input set differed by 10 %,
+   ratio matched this one within 5 % at batch 8192, where the read flush on one input set differed by 8-9 %,
    benchmarks/agreement_probe.py), and the reference host-inclusive with events (dsa_bench.events_median; reps capped by a
    per-workload and a total budget); the floor from dsa_bench.floor_us for the DSA targets, else
    bytes in + out over the measured copy bandwidth (dsa_bench.ceilings);
