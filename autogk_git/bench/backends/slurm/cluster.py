@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 
 from autogk_git.errors import BenchError
@@ -126,7 +127,6 @@ CANCEL_TRIES = 5  # scancel refused (a busy controller times out its RPC) is tri
 def cancel(job_id: str) -> None:
     """scancel a job until squeue no longer lists it live; a job that already ended is not an error. One
     scancel whose RPC a busy controller timed out left the job queued (a loaded machine, 2026-12-05)."""
-    import time
     for attempt in range(CANCEL_TRIES):
         try:
             _run(["scancel", job_id], check=False)
