@@ -121,6 +121,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                            "exec (a fresh interpreter), or auto (auto: fork)", ("auto", "fork", "exec")),
         "cpu_max_numel": Key(int, 1 << 20, "interpret backend: skip workloads with more input elements",
                              check=_pos, rule="> 0"),
+        "cpu_extra_checks_max_numel": Key(int, 1 << 17, "interpret backend: workloads with more input elements "
+                                          "are checked on one N(0,1) input set only (no further fresh sets, repeat, "
+                                          "stress sets or unlisted shape; the smallest workload of a job always gets "
+                                          "them all); a GPU checks every workload in full",
+                                          check=_pos, rule="> 0"),
     },
     "agent": {
         "kind": Key(str, "auto", "who proposes changes; auto: anthropic with ANTHROPIC_API_KEY, else tune",

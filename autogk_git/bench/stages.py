@@ -201,6 +201,11 @@ def coverage(all_wl: list[dict[str, Any]], usable: list[dict[str, Any]], skipped
                   for w in usable if w["uuid"] not in checked]
     cov: dict[str, Any] = {"total": len(all_wl), "runnable": len(usable), "checked": len(checked),
                            "unchecked": unchecked}
+    # Checked on one N(0,1) set only (the CPU interpreter's largest workloads: backends/interpret.py).
+    light = sorted({u for s in stages.values() for u, w in s["workloads"].get("candidate", {}).items()
+                    if w.get("extra_checks")})
+    if light:
+        cov["light"] = light
     if timed:
         ab_stage = stages.get("ab") or {}
         timed_ids = {w["uuid"] for w in (ab_stage.get("ab") or {}).get("workloads", [])}

@@ -29,7 +29,9 @@ def workload_table(result: dict, axes: dict | None = None) -> list[str]:
             ratio = w.get("ratio_vs_parent")
             iv = per_wl.get(uuid) if stage == "ab" else None
             interval = f"[{iv['ci_low']:.3f}, {iv['ci_high']:.3f}]" if iv else ""
-            lines.append(f"{stage:<7} {names[uuid]:<{wide}} {w['status']:<20} {w.get('max_abs_err', float('nan')):>12.4g} "
+            # A workload the CPU interpreter checked on one N(0,1) set (backends/interpret.py): said here.
+            status = w["status"] + (" (1 set)" if w.get("extra_checks") else "")
+            lines.append(f"{stage:<7} {names[uuid]:<{wide}} {status:<20} {w.get('max_abs_err', float('nan')):>12.4g} "
                          f"{(f'{lat:.2f}' if lat is not None else '-'):>11} "
                          f"{(f'{ratio:.3f}' if ratio is not None else '-'):>9}  {interval}".rstrip())
     for u in unjudged(result):

@@ -96,6 +96,8 @@ def coverage(bench: dict[str, Any], correct: bool) -> dict[str, Any]:
 def coverage_line(cov: dict[str, Any], axes: dict[str, dict] | None = None) -> str:
     """`6 of 11 workloads checked; not checked: 5 over [bench] cpu_max_numel (ab12cd34, ...)`."""
     line = f"{cov['checked']} of {cov['total']} workloads checked"
+    if cov.get("light"):
+        line += f" ({len(cov['light'])} on one input set only, over [bench] cpu_extra_checks_max_numel)"
     if "timed" in cov:
         line += f", {cov['timed']} of {cov['total']} timed against the parent"
     groups: dict[str, list[str]] = {}

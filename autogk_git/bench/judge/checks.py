@@ -201,7 +201,13 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
     ran.setdefault("stress", [])
     stats = {"max_abs_err": 0.0, "max_rel_err": 0.0}
     # light: one input set, no repeat calls; for an ab job's parent, the trunk's tip, which was judged
-    # in full when it was kept (its timed calls' outputs are still checked like the candidate's).
+    # in full when it was kept (its timed calls' outputs are still checked like the candidate's); and on
+    # the CPU interpreter, a workload its backend names in `light_checks` (too large for nine
+    # interpreted calls: backends/interpret.py), the record saying why as `extra_checks`.
+    why_light = (settings.get("light_checks") or {}).get(wl["uuid"])
+    if why_light:
+        light = True
+        ran["extra_checks"] = "skipped: " + why_light
     trials = 1 if light else int(settings.get("trials", 3))
     args, ref_out, outs, first = None, None, None, None
     for trial in range(trials):
