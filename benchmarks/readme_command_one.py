@@ -1,0 +1,78 @@
+"""README command 1 on a fresh clone of a revision, timed: wall seconds and the whole machine's busy CPU.
+
+    .venv/bin/python benchmarks/readme_command_one.py                 # this checkout's HEAD
+    .venv/bin/python benchmarks/readme_command_one.py 9f97b11 HEAD    # one after the other, same machine
+
+Each revision is cloned into a temporary folder (hermetic git config, this interpreter's `autogk` on
+PATH), `main` is made there as the README's user has it, and README command 1 runs as written after its
+setup step (`.venv/bin/autogk iterate`, the venv being this one). Prints one JSON line a revision: wall
+seconds, busy CPU-seconds of the machine (`/proc/stat`: every process, forked and killed ones
+included, so run it on an otherwise idle machine), and the command's last lines.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def busy_cpu_s() -> float:
+    """The machine's busy CPU seconds so far (user, nice, system, irq, softirq, steal)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def command_one() -> str:
+    m = re.search(r"^bash scripts/setup\.sh && (\.venv/bin/autogk iterate[^\n]*)$", (REPO / "README.md").read_text(),
+                  re.M)
+    if not m:
+        raise SystemExit("README command 1 is no longer `bash scripts/setup.sh && .venv/bin/autogk iterate ...`")
+    return m.group(1).replace(".venv/bin/autogk", str(BIN / "autogk"))
+
+
+def run(rev: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="autogk-readme-one-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        (home / ".gitconfig").write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n"
+                                         "[init]\n\tdefaultBranch = main\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_"))}
+        env.update(HOME=str(home), GIT_CONFIG_GLOBAL=str(home / ".gitconfig"), GIT_CONFIG_NOSYSTEM="1",
+                   PATH=f"{BIN}{os.pathsep}{env['PATH']}")
+        root = Path(tmp) / "autogk"
+        subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True, env=env)
+        subprocess.run(["git", "checkout", "-q", "-B", "main", rev], cwd=root, check=True, env=env)
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                             env=env).stdout.strip()
+        cpu0, t0 = busy_cpu_s(), time.monotonic()
+        proc = subprocess.run(["bash", "-c", command_one()], cwd=root, capture_output=True, text=True, env=env,
+                              timeout=1800)
+        wall, cpu = time.monotonic() - t0, busy_cpu_s() - cpu0
+    return {"rev": rev, "commit": sha, "rc": proc.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu, 1),
+            "tail": proc.stdout.strip().splitlines()[-4:]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("revs", nargs="*", default=["HEAD"], help="revisions of this repository (default: HEAD)")
+    args = ap.parse_args()
+    rc = 0
+    for rev in args.revs:
+        rec = run(rev)
+        print(json.dumps(rec), flush=True)
+        rc = rc or rec["rc"]
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
