@@ -5,7 +5,8 @@
 
 Each revision is cloned into a temporary folder (hermetic git config, this interpreter's `autogk` on
 PATH), `main` is made there as the README's user has it, and README command 1 runs as written after its
-setup step (`.venv/bin/autogk iterate`, the venv being this one). Prints one JSON line a revision: wall
+setup step (`.venv/bin/autogk iterate`, the venv being this one, the package the clone's own through
+PYTHONPATH). Prints one JSON line a revision: wall
 seconds, busy CPU-seconds of the machine (`/proc/stat`: every process, forked and killed ones
 included, so run it on an otherwise idle machine), and the command's last lines.
 """
@@ -49,11 +50,13 @@ def run(rev: str) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGK_", "ANTHROPIC_", "MODAL_"))}
         env.update(HOME=str(home), GIT_CONFIG_GLOBAL=str(home / ".gitconfig"), GIT_CONFIG_NOSYSTEM="1",
                    PATH=f"{BIN}{os.pathsep}{env['PATH']}")
+        env.pop("PYTHONPATH", None)
         root = Path(tmp) / "autogk"
         subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True, env=env)
         subprocess.run(["git", "checkout", "-q", "-B", "main", rev], cwd=root, check=True, env=env)
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
                              env=env).stdout.strip()
+        env["PYTHONPATH"] = str(root)  # the revision's own autogk_git, not this checkout's (the venv's is editable)
         cpu0, t0 = busy_cpu_s(), time.monotonic()
         proc = subprocess.run(["bash", "-c", command_one()], cwd=root, capture_output=True, text=True, env=env,
                               timeout=1800)
