@@ -240,7 +240,7 @@ def notes_json(root: Path, sha: str, ref: str = "autogk/results") -> dict:
     return res
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, optionalhook=True)  # optional: `pytest -p no:xdist` works too
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject's addopts): one worker more than xdist's own count of the cores, at most 4
     (`--maxprocesses`); PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is taken as it is.
