@@ -286,3 +286,19 @@ def test_init_of_a_bundled_dsa_target_copies_and_proves_its_fast_reference(tmp_p
     tracked = subprocess.run(["git", "ls-files", f"kernels/{name}/reference.py"], cwd=tmp_path / "demo",
                              capture_output=True, text=True).stdout
     assert tracked.strip(), "reference.py is not committed with the target"
+
+
+def test_doctor_checks_the_reference_but_leaves_the_proof_to_init_bench_and_iterate(project):
+    """doctor said nothing of the proof and spent seconds making it: it runs the quick reference check
+    (a broken reference is still a problem there) and proves nothing; `bench` proves it as before."""
+    from autogk_git.bench.proofs import proof_dir
+    (project / T / "reference.py").write_text(RIGHT)
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "a fast reference")
+    assert not list(proof_dir().glob("*.json"))
+    autogk_in(project, "doctor")
+    assert not list(proof_dir().glob("*.json")), "doctor proved the fast reference"
+    out = autogk_in(project, "bench")
+    bench = out.stdout + out.stderr
+    assert "proven equal to the definition's on all 5 workload(s)" in bench, bench
+    assert list(proof_dir().glob("*.json"))

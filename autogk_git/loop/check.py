@@ -40,11 +40,12 @@ def check_kernel(project: Project, target: Target, rev: str, say, backend_name: 
     return res
 
 
-def check_reference(project: Project, target: Target, cache: bool = False) -> str:
+def check_reference(project: Project, target: Target, cache: bool = False, prove: bool = True) -> str:
     """The target's reference run and checked on its smallest workload (bench/refcheck.py): a TargetError
     naming its definition file when broken. cache: skip a definition, generator and workloads already
     passed in this repository (the loop checks when the trunk's definition changes, not every run), and
-    return "" then."""
+    return "" then. prove: also prove the fast reference (reference.py) where its proof is not cached
+    (init, bench and iterate do; doctor does not: seconds of both references on every CPU workload)."""
     import hashlib
     import json
 
@@ -65,6 +66,8 @@ def check_reference(project: Project, target: Target, cache: bool = False) -> st
         mark.write_text(line + "\n")
     # The fast reference (reference.py), proven against the definition's whenever one of the files
     # changes (its record is cached by their content): the judge uses it only once proven.
+    if not prove:
+        return line
     proof = refproof.check(target.definition, target.workloads, target.dir, generator, where,
                            project.config.bench.reference_timeout_s, project.config.bench.cpu_max_numel,
                            cache=True)
