@@ -11,6 +11,7 @@ SCHEMA_VERSION = 1
 
 
 LIMIT_KEY = "[bench] cpu_max_numel"
+EXTRA_KEY = "[bench] cpu_extra_checks_max_numel"  # backends/interpret.py: light_checks
 
 
 def over_limit(n: int, limit: int) -> str:

@@ -108,18 +108,19 @@ def _why_skipped(rec: dict[str, Any], missing: list[dict[str, Any]]) -> str:
     return "; ".join(sorted(whys))[:200]
 
 
+NVIDIA_NODES = ("/dev/nvidiactl", "/dev/dxg")  # the driver's control node; WSL's GPU node
+
+
 def _has_cuda() -> bool:
     """Whether the proof's process will see a CUDA device (its record is cached per device kind). Without
     an NVIDIA device node torch sees none: answered without importing torch, which cost a CLI process
-    (`init`, `doctor`, `iterate` on a target with a reference.py) 1.3-1.7 CPU-s on this project's 2-core
+    (`init`, `bench`, `iterate` on a target with a reference.py) 1.3-1.7 CPU-s on this project's 2-core
     machine for a proof already cached."""
     if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in NVIDIA_NODES):
         return False
     import torch
     return bool(torch.cuda.is_available())
 
-
-NVIDIA_NODES = ("/dev/nvidiactl", "/dev/dxg")  # the driver's control node; WSL's GPU node
 
 
 def _isolated(job: dict[str, Any], where: str, timeout_s: float) -> dict[str, Any]:

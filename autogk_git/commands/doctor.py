@@ -203,8 +203,8 @@ def setup_problems(project) -> list[str]:
 
 def target_checks(project, target) -> None:
     """A TargetError when the trunk lacks the target or its reference is broken (checked once per definition).
-    The fast reference is not proven here (init, bench and iterate prove it): doctor said nothing of the
-    proof and spent seconds on it (the README's first `doctor`, with the two DSA targets: 11 s)."""
+    The fast reference is not proven here (init, bench and iterate prove it): doctor never reported the
+    proof, and making it runs both references on every CPU workload in a process of its own."""
     from autogk_git.loop.check import check_reference, trunk_target
     check_reference(project, trunk_target(project, target), cache=True, prove=False)
 

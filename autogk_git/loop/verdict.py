@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from autogk_git.bench.judge import stats
 from autogk_git.bench.judge.status import Status
-from autogk_git.bench.job import workload_label
+from autogk_git.bench.job import EXTRA_KEY, workload_label
 from autogk_git.bench.stages import is_harness
 from autogk_git.loop import guard
 
@@ -97,7 +97,7 @@ def coverage_line(cov: dict[str, Any], axes: dict[str, dict] | None = None) -> s
     """`6 of 11 workloads checked; not checked: 5 over [bench] cpu_max_numel (ab12cd34, ...)`."""
     line = f"{cov['checked']} of {cov['total']} workloads checked"
     if cov.get("light"):
-        line += f" ({len(cov['light'])} on one input set only, over [bench] cpu_extra_checks_max_numel)"
+        line += f" ({len(cov['light'])} on one input set only, over {EXTRA_KEY})"
     if "timed" in cov:
         line += f", {cov['timed']} of {cov['total']} timed against the parent"
     groups: dict[str, list[str]] = {}

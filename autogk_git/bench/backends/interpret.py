@@ -5,9 +5,7 @@ import os
 from typing import Any
 
 from autogk_git.bench import runner
-from autogk_git.bench.job import numel, over_limit, start_setting
-
-EXTRA_KEY = "[bench] cpu_extra_checks_max_numel"
+from autogk_git.bench.job import EXTRA_KEY, numel, over_limit, start_setting
 
 
 class InterpretBackend:
