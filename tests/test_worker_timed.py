@@ -300,6 +300,58 @@ def test_a_parent_window_after_the_last_round_that_never_opens_in_time_judges_no
     assert len(windows) == 2 + rounds.EARLY_TRIES
 
 
+class _TimerFailed(Exception):
+    """Stands for timer.TimerError (a device timer that cannot time these calls) on the CPU."""
+
+
+def _timer_failing_in_the_window_after_the_last_round(monkeypatch, failing: set):
+    """Rounds whose device timers are host clocks named after the GPU's, the parent's window after the last
+    of two rounds failing on every timer named in `failing`; returns the timers that window was tried with."""
+    class Named(calls.HostTimer):
+        def __init__(self, method):
+            self.method = method
+    monkeypatch.setattr(rounds, "timer_errors", lambda device: (_TimerFailed,), raising=False)
+    monkeypatch.setattr(rounds, "device_timer", Named, raising=False)
+    real, windows, tried = rounds.time_label, [], []
+
+    def time_label(tk, sets, warm, job, wl, reference, device, rng, method_timer, *a, **k):
+        if tk.label == "parent":
+            windows.append(1)
+            if len(windows) > 2:  # two rounds, then the window after the last one
+                tried.append(method_timer.method)
+                if method_timer.method in failing:
+                    raise _TimerFailed(f"{method_timer.method}: the profiler missed a flush")
+        return real(tk, sets, warm, job, wl, reference, device, rng, method_timer, *a, **k)
+    monkeypatch.setattr(rounds, "time_label", time_label)
+    return tried
+
+
+def test_a_timer_failing_in_the_parents_window_after_the_last_round_is_not_the_parents_fault(monkeypatch):
+    """A device timer that cannot time the parent's extra window (CUPTI missing a flush) says nothing of the
+    parent: the window is made again with the other timer (its figures are not used) and the candidate's
+    last outputs are compared as ever. Before, the judge blamed the parent, which blocked the keep."""
+    tried = _timer_failing_in_the_window_after_the_last_round(monkeypatch, {"host"})
+    j = job("ab", workloads=WLS[:1], min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": honest})
+    u = WLS[0]["uuid"]
+    assert recs[f"parent:{u}"]["status"] == "PASSED", recs[f"parent:{u}"]
+    assert recs[f"candidate:{u}"]["status"] == "PASSED", recs[f"candidate:{u}"]
+    assert tried == ["host", "cupti"]
+
+
+def test_a_window_after_the_last_round_that_no_timer_can_time_judges_nothing(monkeypatch):
+    """Where neither device timer can time that window, the candidate's last outputs are not compared: a
+    harness error on the candidate's record (nothing judged there), not a parent failure and not a pass."""
+    tried = _timer_failing_in_the_window_after_the_last_round(monkeypatch, {"host", "cupti", "cudagraph"})
+    j = job("ab", workloads=WLS[:1], min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": honest})
+    u = WLS[0]["uuid"]
+    c = recs[f"candidate:{u}"]
+    assert c["status"] == "HARNESS_ERROR" and "either device timer" in c["message"], c
+    assert recs[f"parent:{u}"]["status"] == "PASSED", recs[f"parent:{u}"]
+    assert tried == ["host", "cupti", "cudagraph"]
+
+
 def test_the_candidate_is_never_timed_on_inputs_the_parent_has_seen():
     """A trunk kernel made to leave its outputs for the next candidate (a buffer shared through /dev/shm)
     is useless if the candidate never gets inputs the parent has had first: the parent records every input

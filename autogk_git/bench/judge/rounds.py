@@ -235,26 +235,65 @@ def cross_check_pending(job: dict, wl: dict, prev: dict | None, parent_seen: lis
     return bad
 
 
+def timer_errors(device: str) -> tuple:
+    """What a device timer raises when it cannot time a label's calls (timer.TimerError): the judge then
+    times that workload with the other device timer. Nothing on the host clock."""
+    if not device.startswith("cuda"):
+        return ()
+    from . import timer as timing  # triton's GPU driver: only where a device timer is used
+    return (timing.TimerError,)
+
+
+def other_timer(u: str, method: dict, tried: dict, timers: dict) -> bool:
+    """Workload u's timer failed: its method becomes the device timer not yet tried there (made once);
+    False when both have failed."""
+    tried.setdefault(u, set()).add(method[u])
+    other = [m for m in ("cupti", "cudagraph") if m not in tried[u]]
+    if not other:
+        return False
+    method[u] = other[0]
+    if method[u] not in timers:
+        timers[method[u]] = device_timer(method[u])
+    return True
+
+
 def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict, pending: dict, failures: dict,
                    reference, device: str, rng: random.Random, timers: dict, method: dict, longest: dict,
-                   emit) -> None:
+                   emit, tried: dict | None = None) -> None:
     """After the last round: the parent once more on each workload's last candidate sets, for the
     comparison of the candidate's outputs there alone (its figures are not used: one warm-up call and one
     host-latency call instead of the job's). A parent that cannot finish it (the job's time limit too) is
-    a parent failure, which blocks the keep."""
+    a parent failure, which blocks the keep. A timer that cannot time it is no fault of the parent's: the
+    window is made again with the other device timer (its figures are not used, so any timer serves),
+    and where neither can, the candidate's last outputs are not compared and nothing is judged there."""
     job = {**job, "settings": {**job.get("settings", {}), "warmup": 1, "host_calls": 1}}
+    timer_error = timer_errors(device)
+    tried = {} if tried is None else tried
     for u, prev in pending.items():
         if u in failures or prev.get("seen") is None:
             continue
         wl = wl_of[u]
-        for _ in range(EARLY_TRIES):
+        early = 0
+        while True:
             emit(event="at", label=base.label, uuid=u)
             arm(base.fn)
             try:
                 _, seen = time_label(base, prev["sets"], prev["warm"], job, wl, reference, device, rng,
                                      timers[method[u]], prev["checked"], prev["ref"], longest.get(u))
             except Early:
-                continue
+                early += 1
+                if early < EARLY_TRIES:
+                    continue
+                # never a window: the candidate's last outputs are not compared, so nothing is judged here
+                failures[u] = (cand.label, early_failure({base.label: EARLY_TRIES}, base.label, cand.label,
+                                                         EARLY_TRIES))
+            except timer_error as e:
+                if other_timer(u, method, tried, timers):
+                    continue
+                failures[u] = (cand.label, KernelFailure(
+                    Status.HARNESS_ERROR, f"the parent's window after the last round could not be timed by "
+                    f"either device timer ({e}): the candidate's outputs of the last round were not compared "
+                    "with the parent's, so this workload is not judged"))
             except Exception as e:  # noqa: BLE001 - the parent raised on the candidate's last sets
                 failures[u] = label_failure(base, cand, e, device)
             else:
@@ -262,8 +301,6 @@ def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict,
                 if bad is not None:
                     failures[u] = (cand.label, bad)
             break
-        else:  # never a window: the candidate's last outputs are not compared, so nothing is judged here
-            failures[u] = (cand.label, early_failure({base.label: EARLY_TRIES}, base.label, cand.label, EARLY_TRIES))
 
 
 def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
@@ -277,13 +314,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     # Which calls are verified, in which rounds, and each round's order of labels: drawn from the
     # system's randomness, which nothing in a kernel's process can replay (the job's seed could be).
     rng = random.SystemRandom()
-    if device.startswith("cuda"):
-        from . import timer as timing
-        timers = {"main": device_timer(settings.get("timer", "cupti"))}
-        capture_error = timing.TimerError
-    else:
-        timers = {"main": HostTimer()}
-        capture_error = ()
+    timers = {"main": device_timer(settings.get("timer", "cupti")) if device.startswith("cuda") else HostTimer()}
+    capture_error = timer_errors(device)
     method = {wl["uuid"]: timers["main"].method for _, wl in wls}
     timers[timers["main"].method] = timers["main"]
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
@@ -344,8 +376,6 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             early = 0
             early_by: dict[str, int] = {}
             while True:
-                if method[u] not in timers:
-                    timers[method[u]] = device_timer(method[u])
                 got, seen = {}, {}
                 try:
                     for tk in order:
@@ -375,10 +405,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 except capture_error as e:
                     # Both labels, from this round on, with the other timer: the method must be the same.
                     fig[u]["timer_error"] = f"{method[u]}: {e}"
-                    tried.setdefault(u, set()).add(method[u])
-                    other = [m for m in ("cupti", "cudagraph") if m not in tried[u]]
-                    if other:
-                        method[u] = other[0]
+                    if other_timer(u, method, tried, timers):
                         continue
                     failures[u] = (cand.label, KernelFailure(Status.RUNTIME_ERROR, f"could not be timed: {e}"))
                 break
@@ -422,7 +449,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                 break
     if own_sets:
         settle_pending(job, base, cand, {wl["uuid"]: wl for _, wl in wls}, pending, failures, reference,
-                       device, rng, timers, method, longest, emit)
+                       device, rng, timers, method, longest, emit, tried)
     for u, f in fig.items():  # every timed workload's own figures, confirmed by the judge's clock
         bad = clock_failure(f, device) if u not in failures else None
         if bad is not None:
