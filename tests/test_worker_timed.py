@@ -180,9 +180,9 @@ def test_a_screened_ab_job_checks_every_workload_and_the_parent_on_one_input_set
 
 
 def test_reference_calls_an_ab_job_makes():
-    """The first input set's reference output is shared by parent and candidate, and the timed calls'
-    outputs are read on `verify_sets` sets over the first min_rounds rounds (then one a round): with a
-    reference that loops in Python, these calls were most of a DSA experiment's time."""
+    """The timed calls' outputs are read on `verify_sets` sets over the first min_rounds rounds (then one a
+    round): with a reference that loops in Python, these calls were most of a DSA experiment's time. The
+    parent's one check set is its own (never one of the candidate's), so it costs a reference call."""
     base = jinputs.load_reference(DEF)
 
     def ref(*a):
@@ -192,9 +192,9 @@ def test_reference_calls_an_ab_job_makes():
     j = job("ab", workloads=WLS[:2], parent_light=True, trials=2, min_rounds=3, max_rounds=3, verify_sets=2)
     recs, _, _ = W_run_with_reference(j, {"parent": honest, "candidate": honest}, ref)
     assert {r["status"] for r in recs.values()} == {"PASSED"}
-    # per workload: the candidate's 2 sets (the parent's one set is the first of them) + the set
-    # refilled in the same buffers + 2 verified timed calls + 2 stress sets and 1 unlisted shape.
-    assert ref.calls[0] == 2 * (2 + 1 + 2 + 3)
+    # per workload: the candidate's 2 sets + the parent's own one + the set refilled in the same buffers
+    # + 2 verified timed calls + 2 stress sets and 1 unlisted shape.
+    assert ref.calls[0] == 2 * (2 + 1 + 1 + 2 + 3)
 
 
 def W_run_with_reference(j, kernels, reference):
@@ -355,8 +355,8 @@ def test_a_window_after_the_last_round_that_no_timer_can_time_judges_nothing(mon
 def test_the_candidate_is_never_timed_on_inputs_the_parent_has_seen():
     """A trunk kernel made to leave its outputs for the next candidate (a buffer shared through /dev/shm)
     is useless if the candidate never gets inputs the parent has had first: the parent records every input
-    it sees, the candidate counts those it is given again; in the correctness checks too (those run the
-    candidate's first, or it could wait for the parent's outputs). On the old code 104 of 194 were."""
+    it sees, the candidate counts those it is given again; in the correctness checks too (the parent's
+    check sets are its own: tests/bench/judge/test_checks.py). On the old code 104 of 194 were."""
     seen = {}
 
     def key(x) -> bytes:

@@ -160,10 +160,10 @@ def relabel(e: KernelFailure, when: str) -> KernelFailure:
 
 
 class SharedRefs:
-    """Reference outputs of the first input set of each workload, made once for the labels checked
-    side by side (an ab job's parent and candidate get the same first set): with a reference that
-    loops in Python (the DSA definitions: 0.2-0.4 s a call on the H200) that call was made twice.
-    Each entry goes after `uses` reads."""
+    """Reference outputs of the first input set of each workload, made once for the labels checked on
+    the same sets (labels other than candidate and parent, in tests; the parent's sets are its own): with
+    a reference that loops in Python (the DSA definitions: 0.2-0.4 s a call on the H200) that call was
+    made twice. Each entry goes after `uses` reads."""
 
     def __init__(self, uses: int) -> None:
         self.uses = uses
@@ -184,15 +184,28 @@ class SharedRefs:
         return value
 
 
+OWN_SETS = 500
+"""The parent's check sets are drawn this many trial numbers past the candidate's (which use 0 to 113): sets
+the candidate never gets. A trunk kernel made to leave its outputs somewhere (a buffer shared through
+/dev/shm) for the next candidate to copy has nothing to leave, so both labels are checked side by side."""
+
+
+def first_trial(label: str) -> int:
+    """The trial number a label's check sets start from: the parent's are its own (OWN_SETS)."""
+    return OWN_SETS if label == "parent" else 0
+
+
 def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
-                   light: bool = False, refs: SharedRefs | None = None, ran: dict | None = None) -> dict:
+                   light: bool = False, refs: SharedRefs | None = None, ran: dict | None = None,
+                   first: int = 0) -> dict:
     """Correctness on several fresh input sets for one (kernel, workload), then the calls that catch
     kernels that remember: the last inputs again (right only once, early return on inputs seen before;
     its outputs must also match the first call's: `repeat`), new values in the same buffers (a cache
     keyed by pointer); then the stress sets and one unlisted shape (stress.py).
 
     ran: filled with {"stress": [names of the extra checks that ran], "stress_skipped": {name: why}},
-    also when a check fails, so the record says what was tried."""
+    also when a check fails, so the record says what was tried. first: the trial number its sets start
+    from (first_trial); refs are shared only between labels with the same."""
     definition = job["definition"]
     settings = job.get("settings", {})
     tolerances = settings.get("tolerances", {})
@@ -209,9 +222,9 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
         light = True
         ran["extra_checks"] = "skipped: " + why_light
     trials = 1 if light else int(settings.get("trials", 3))
-    args, ref_out, outs, first = None, None, None, None
+    args, ref_out, outs, first_outs = None, None, None, None
     for trial in range(trials):
-        seed = trial_seed(job, wl_index, trial)
+        seed = trial_seed(job, wl_index, first + trial)
         args = make_inputs(inputs, wl, seed)
         if trial == 0 and refs is not None:
             ref_out = refs.get(seed, lambda: reference_outputs(reference, args))
@@ -226,16 +239,16 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
             # Right on the first set, wrong on a later one: it remembers earlier calls (a cache keyed
             # by a reused address, state kept between calls) or depends on the data.
             raise relabel(e, f"on fresh input set {trial + 1} of {trials}, after earlier sets passed") from None
-        first = [t.clone() for t in seen]
+        first_outs = [t.clone() for t in seen]
         stats = {k: max(stats[k], s[k]) for k in stats}
     if settings.get("repeat_checks", True) and not light:
         try:
             _, again = checked_call(run, args, ref_out, definition, axes, device, trials + 1, tolerances)
         except KernelFailure as e:
             raise relabel(e, "called again on inputs it had already seen (fresh output buffers)") from None
-        ran["deterministic"] = same_outputs(definition, again, first, tolerances, args, axes)
+        ran["deterministic"] = same_outputs(definition, again, first_outs, tolerances, args, axes)
         ran["stress"].append("repeat")
-        fresh = make_inputs(inputs, wl, trial_seed(job, wl_index, trials + 7))
+        fresh = make_inputs(inputs, wl, trial_seed(job, wl_index, first + trials + 7))
         if refill(args, fresh):
             ref_out = reference_outputs(reference, args)
             try:
@@ -243,8 +256,8 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
             except KernelFailure as e:
                 raise relabel(e, "called on new values in the same input and output buffers") from None
     if settings.get("stress", True) and not light:
-        check_stress(run, wl_index, wl, job, inputs, reference, device, ref_out, ran)
-        check_unlisted_shape(run, wl_index, wl, job, inputs, reference, device, ran)
+        check_stress(run, wl_index, wl, job, inputs, reference, device, ref_out, ran, first)
+        check_unlisted_shape(run, wl_index, wl, job, inputs, reference, device, ran, first)
     return stats
 
 
@@ -269,12 +282,12 @@ def same_outputs(definition: dict, again: list, first: list, tolerances: dict, a
 
 
 def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
-                 usual_ref: tuple, ran: dict) -> None:
+                 usual_ref: tuple, ran: dict, first: int = 0) -> None:
     """The stress input sets (stress.SETS, then the target's own), each judged like a fresh set."""
     definition = job["definition"]
     tolerances = job.get("settings", {}).get("tolerances", {})
     axes = resolve_axes(definition, wl)
-    seed = trial_seed(job, wl_index, 101)
+    seed = trial_seed(job, wl_index, first + 101)
     try:
         base = make_inputs(inputs, wl, seed)
         extra = stress.target_sets(definition, wl, base, seed, TARGET, device)
@@ -307,7 +320,7 @@ def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refere
 
 
 def check_unlisted_shape(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
-                         ran: dict) -> None:
+                         ran: dict, first: int = 0) -> None:
     """One shape the workloads do not list (stress.unlisted_shape), checked for correctness only."""
     definition = job["definition"]
     listed = job.get("settings", {}).get("listed_axes") or stress.listed_axes(definition, job["workloads"])
@@ -316,7 +329,7 @@ def check_unlisted_shape(run, wl_index: int, wl: dict, job: dict, inputs: Inputs
         return
     other, what = got
     axes = resolve_axes(definition, other)
-    args = make_inputs(inputs, other, trial_seed(job, wl_index, 113))
+    args = make_inputs(inputs, other, trial_seed(job, wl_index, first + 113))
     ref_out = reference_outputs(reference, args)
     try:
         check_once(run, args, ref_out, definition, axes, device, 1,
@@ -338,7 +351,7 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
         try:
             light = label == "parent" and bool(job.get("settings", {}).get("parent_light"))
             rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light,
-                                                                     refs, ran))
+                                                                     refs, ran, first_trial(label)))
         except KernelFailure as e:
             rec.update(status=e.status, message=str(e))
         except HarnessFailure as e:  # never a pass: the kernel was not judged
@@ -354,10 +367,11 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
 def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
               emit_done: bool, refs: SharedRefs | None = None) -> dict[str, dict]:
     """Correctness records for every (label, workload) asked for. Labels in their own processes are
-    checked in their own judge threads (the judge mostly waits on them), the candidate's before any
-    other's; in-process ones one after the other, the candidate's first. refs: the first set's reference
-    outputs shared between labels (one is made here when None)."""
-    refs = refs if refs is not None else SharedRefs(len(kernels))
+    checked in their own judge threads (the judge mostly waits on them): the candidate and the parent (on
+    sets of its own, first_trial) side by side, any other label (tests) after the candidate; in-process
+    ones one after the other, the candidate's first. refs: the first set's reference outputs shared
+    between labels on the same sets (one is made here when None)."""
+    refs = refs if refs is not None else shared_refs(kernels)
     recs: dict[str, dict] = {}
     errors: list[BaseException] = []
 
@@ -379,11 +393,11 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
 
     remote = [v for v in kernels.values() if isinstance(v[0], RemoteKernel) or v[1]]
     if len(kernels) > 1 and len(remote) == len(kernels):
-        # The candidate's checks end before the parent's begin: run side by side, a candidate could wait
-        # for the parent's outputs on the same inputs (left in a buffer shared through /dev/shm by a trunk
-        # kernel made for it) and copy them, passing checks its own code fails. Other labels (tests) side
-        # by side, after the candidate.
-        waves = [[lb for lb in kernels if lb == "candidate"], [lb for lb in kernels if lb != "candidate"]]
+        # A label on the candidate's sets runs after it: side by side, a candidate could wait for that
+        # label's outputs on the same inputs (left in a buffer shared through /dev/shm by a kernel made for
+        # it) and copy them, passing checks its own code fails. The parent's sets are its own.
+        waves = [[lb for lb in kernels if lb == "candidate" or first_trial(lb)],
+                 [lb for lb in kernels if lb != "candidate" and not first_trial(lb)]]
         for wave in (w for w in waves if w):
             threads = [threading.Thread(target=one, args=(label, *kernels[label]), name=f"judge-{label}")
                        for label in wave]
@@ -397,3 +411,8 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
     if errors:
         raise errors[0]
     return recs
+
+
+def shared_refs(kernels: dict) -> SharedRefs:
+    """The first set's reference outputs, each read by every label on the candidate's sets."""
+    return SharedRefs(sum(1 for lb in kernels if not first_trial(lb)))

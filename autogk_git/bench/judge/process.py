@@ -38,7 +38,7 @@ import torch
 
 from . import forks, hygiene, stats
 from .calls import short_tb, warm_profiler
-from .checks import SharedRefs, check_all, set_target
+from .checks import SharedRefs, check_all, set_target, shared_refs
 from .inputs import Inputs, floor_record, load_reference
 from .kernels import LIMITS, end_children, import_files, ready_kernels, set_starter, start_kernels
 from .profiling import profiled
@@ -131,7 +131,7 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         del PHASES[k]
     t_check = time.perf_counter()
     screened: dict = {}
-    refs = SharedRefs(len(kernels))  # the screen's workloads too: the largest has the slowest reference
+    refs = shared_refs(kernels)  # the screen's workloads too: the largest has the slowest reference
     if stage == "ab" and settings.get("screen"):
         screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, refs)
         if failed:
