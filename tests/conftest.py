@@ -32,6 +32,15 @@ def hermetic(tmp_path_factory, monkeypatch):
     gitconfig.write_text("[user]\n\tname = Test Person\n\temail = test@example.com\n"
                          "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
     monkeypatch.setenv("HOME", str(home))
+    # The reference's records (bench/refcheck.py, bench/refproof.py) are content-addressed and kept for
+    # every project of a user: one user's cache for the whole run, as on a user's machine (a test that
+    # needs an empty one asks for `own_reference_cache`).
+    cache = home / ".cache" / "autogk"
+    cache.mkdir(parents=True)
+    for name in REFERENCE_CACHES:
+        shared = run_folder(tmp_path_factory) / "reference-cache" / name
+        shared.mkdir(parents=True, exist_ok=True)
+        (cache / name).symlink_to(shared)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -45,6 +54,25 @@ def hermetic(tmp_path_factory, monkeypatch):
     # tests/agents/test_agent_pyenv.py, which sets its own roots, off elsewhere.
     monkeypatch.setenv("AUTOGK_AGENT_WATCH_PYTHON", "false")
     yield
+
+
+REFERENCE_CACHES = ("reference-proofs", "reference-checks")
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """This test run's folder, the same for every xdist worker (each worker's basetemp is popen-gwN in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture
+def own_reference_cache(hermetic):
+    """An empty reference cache of this test's own, instead of the run's shared one."""
+    cache = Path(os.environ["HOME"]) / ".cache" / "autogk"
+    for name in REFERENCE_CACHES:
+        (cache / name).unlink()
+        (cache / name).mkdir()
+    return cache
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -106,10 +134,7 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     initialized project, an iterated one) are built by whichever worker asks first, under a file
     lock, and only read by the others (each test copies them). Built where it stays (an MLflow store
     records absolute paths); a marker written last tells a finished build from one that failed."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the run's folder: every worker's basetemp is popen-gwN inside it
-    shared = base / "built-once"
+    shared = run_folder(tmp_path_factory) / "built-once"
     shared.mkdir(exist_ok=True)
     folder, marker = shared / name, shared / f"{name}.built"
     with open(shared / f"{name}.lock", "w") as lock:

@@ -87,3 +87,40 @@ def test_an_endless_fast_reference_is_not_used_and_the_proof_says_why(tmp_path):
                           1 << 24, cache=False)
     assert "reference.py raised on set seed 1234: TimeoutError: did not finish within 2 s" in line, line
     assert "it is NOT used" in line
+
+
+def _unique(reference: str) -> str:
+    """The reference with a comment no other test's has: its content is checked afresh here."""
+    return f"# {os.urandom(8).hex()}\n{reference}"
+
+
+def test_a_pass_is_remembered_by_content_and_the_next_check_starts_no_process(monkeypatch):
+    """The first `iterate` after `init` (and a second project of the same target) checked the same reference
+    again in a process of its own, ~1.3 CPU-s for what was known."""
+    ref = _unique(DEFINITION["reference"])
+    first = check_with(ref)
+    started = []
+    real = isolated.run
+    monkeypatch.setattr(isolated, "run", lambda *a, **k: started.append(a[0]) or real(*a, **k))
+    assert check_with(ref) == first and started == []
+    check_with(_unique(DEFINITION["reference"]))  # other content: checked
+    assert started == ["refcheck"]
+
+
+def test_a_failure_is_never_remembered(monkeypatch):
+    bad = _unique("def run(x, bias, scale):\n    return None\n")
+    started = []
+    real = isolated.run
+    monkeypatch.setattr(isolated, "run", lambda *a, **k: started.append(a[0]) or real(*a, **k))
+    for _ in range(2):
+        with pytest.raises(TargetError, match="not a tensor"):
+            check_with(bad)
+    assert started == ["refcheck", "refcheck"]
+
+
+def test_a_workload_with_data_files_is_checked_every_time(monkeypatch, tmp_path):
+    """Its files can change under the same name: no pass is remembered for it."""
+    wl = {**WORKLOADS[0], "inputs": {**WORKLOADS[0].get("inputs", {}), "x": {"type": "safetensors", "path": "x.safetensors",
+                                                                           "tensor_key": "x"}}}
+    assert refcheck._mark(DEFINITION, wl, None) is None
+    assert refcheck._mark(DEFINITION, WORKLOADS[0], None) is not None

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,27 @@ def key(definition: dict[str, Any], workloads: list[dict[str, Any]], fast: str, 
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def cache_root(environ=None) -> Path:
+    """Where the reference's records are cached for every project of this user (content-addressed)."""
+    return env.home(environ) / ".cache" / "autogk"
+
+
 def proof_dir(environ=None) -> Path:
-    return env.home(environ) / ".cache" / "autogk" / "reference-proofs"
+    return cache_root(environ) / "reference-proofs"
+
+
+NVIDIA_NODES = ("/dev/nvidiactl", "/dev/dxg")  # the driver's control node; WSL's GPU node
+
+
+def device_kind() -> str:
+    """"cuda" where a process started here will see a CUDA device, else "cpu" (the records are kept per
+    device kind). Without an NVIDIA device node torch sees none: answered without importing torch, which
+    cost a CLI process (`init`, `bench`, `iterate` on a target with a reference.py) 1.3-1.7 CPU-s on this
+    project's 2-core machine for a record already made."""
+    if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in NVIDIA_NODES):
+        return "cpu"
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def records(k: str) -> list[dict[str, Any]]:

@@ -8,16 +8,25 @@ said once, at `init`, at `bench` and when the trunk's definition changes.
 
 The reference runs in a process of its own (it may call os._exit, crash or hang), on the smallest workload,
 under a limit of its own ([bench] reference_timeout_s), far shorter than a benchmark job's.
+
+A pass is remembered for every project of the user, by content (the definition, the smallest workload and
+inputs.py) and device kind, under ~/.cache/autogk/reference-checks beside the fast reference's proofs: the
+first `iterate` after `init`, or a second project of the same target, does not start a process again to
+learn what is known (~1.3 CPU-s each, mostly torch's import, on this project's 2-core machine). A workload
+with data files (a blob) is checked every time: its files can change under the same name.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
+from autogk_git.bench.proofs import cache_root, device_kind
 from autogk_git.errors import TargetError
 
 # Above this many input elements the check would measure the CPU, not the reference: say it was skipped.
@@ -40,12 +49,35 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
     if size > MAX_CHECK_NUMEL:
         return (f"reference not checked ahead: the smallest workload ({wl['uuid'][:8]}) has {size} input elements, "
                 "too many for a quick check")
+    line = f"reference checked on workload {wl['uuid'][:8]} ({_axes(definition, wl)}): shapes, dtypes, finite, deterministic"
+    mark = _mark(definition, wl, generator) if isolate else None
+    if mark is not None and mark.exists():
+        return line
     job = {"definition": definition, "workload": wl, "generator": generator,
            "blob_root": str(blob_root) if blob_root else None, "limit_s": timeout_s}
     result = _isolated(job, where, timeout_s, definition, wl) if isolate else _verdict(job)
     if result.get("error"):
         raise TargetError(f"{where}: {result['error']}", result.get("hint") or "fix the definition's reference")
-    return f"reference checked on workload {wl['uuid'][:8]} ({_axes(definition, wl)}): shapes, dtypes, finite, deterministic"
+    if mark is not None:
+        try:
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            tmp = mark.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(line + "\n")
+            tmp.replace(mark)
+        except OSError:  # a cache that cannot be written costs the next check its process, nothing else
+            pass
+    return line
+
+
+VERSION = 1  # of the check: a pass of another version is checked again
+
+
+def _mark(definition: dict[str, Any], wl: dict[str, Any], generator: str | None) -> Path | None:
+    """Where a pass of this content on this device kind is remembered; None for a workload with data files."""
+    if any(not isinstance(v, dict) or v.get("type") not in ("random", "scalar") for v in wl.get("inputs", {}).values()):
+        return None
+    blob = json.dumps([VERSION, definition, wl, generator], sort_keys=True)
+    return cache_root() / "reference-checks" / f"{hashlib.sha256(blob.encode()).hexdigest()}-{device_kind()}"
 
 
 def _isolated(job: dict[str, Any], where: str, timeout_s: float, definition: dict[str, Any],

@@ -32,7 +32,7 @@ from typing import Any
 
 from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
-from autogk_git.bench.proofs import FILE, VERSION, key, proof_dir, records, source_in, standing
+from autogk_git.bench.proofs import FILE, VERSION, device_kind, key, proof_dir, records, source_in, standing
 from autogk_git.errors import TargetError
 SEEDS = (1234, 4321)  # two input sets a workload: the second catches state kept between calls
 
@@ -49,7 +49,7 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], folder: P
     if fast is None:
         return ""
     k = key(definition, workloads, fast, generator)
-    device = "cuda" if _has_cuda() else "cpu"
+    device = device_kind()
     path = proof_dir() / f"{k}-{device}.json"
     rec = None
     if cache and path.exists():
@@ -106,21 +106,6 @@ def _why_skipped(rec: dict[str, Any], missing: list[dict[str, Any]]) -> str:
     got = rec.get("workloads", {})
     whys = {got.get(w["uuid"], {}).get("reason") or got.get(w["uuid"], {}).get("why", "not proven yet") for w in missing}
     return "; ".join(sorted(whys))[:200]
-
-
-NVIDIA_NODES = ("/dev/nvidiactl", "/dev/dxg")  # the driver's control node; WSL's GPU node
-
-
-def _has_cuda() -> bool:
-    """Whether the proof's process will see a CUDA device (its record is cached per device kind). Without
-    an NVIDIA device node torch sees none: answered without importing torch, which cost a CLI process
-    (`init`, `bench`, `iterate` on a target with a reference.py) 1.3-1.7 CPU-s on this project's 2-core
-    machine for a proof already cached."""
-    if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in NVIDIA_NODES):
-        return False
-    import torch
-    return bool(torch.cuda.is_available())
-
 
 
 def _isolated(job: dict[str, Any], where: str, timeout_s: float) -> dict[str, Any]:
