@@ -5,7 +5,7 @@
 #
 # Steps:
 #   tests[=S]   pytest -m gpu -v over the three GPU test files (the never-ending window left to `never`),
-#               one pytest a file, so that a cut loses one
+#               one pytest a file, the shortest first, so that a cut loses one
 #               file's summary, not all three (limit S in all, default 480; a file gets what the files
 #               before it left, less 60 s a file still to come; pytest-timeout, where installed, ends
 #               one test at 180 s, or 20 s before its file's limit, with its traceback; tests that trace
@@ -57,7 +57,9 @@ for step in "$@"; do
       lim=${lim:-480}; [ "$lim" -gt "$L" ] && lim=$L
       pt=0; python3 -c "import pytest_timeout" 2>/dev/null && pt=1
       export AUTOGK_TEST_TRACE_DIR=$W/trace  # tests that trace their job's processes write there
-      files="tests/test_judge_gpu.py tests/test_witness_gpu.py tests/test_verdict_gpu.py"; k=3; rc=0; ts=$SECONDS
+      # the short files first (~30 s and ~95 s on an H100, 2026-12-05): a cut then falls on the judge file's
+      # tail, not on a whole file after it (the witness file got 60 s behind a 255 s judge file that day)
+      files="tests/test_verdict_gpu.py tests/test_witness_gpu.py tests/test_judge_gpu.py"; k=3; rc=0; ts=$SECONDS
       for f in $files; do
         k=$(( k - 1 )); fl=$(( lim - (SECONDS - ts) - 60 * k )); [ "$fl" -lt 30 ] && { echo "$f: no time left" >> "$W/gpu_tests.txt"; continue; }
         # one test's limit under the file's, so a test cut shows its traceback and the file's summary
