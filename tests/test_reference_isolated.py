@@ -122,5 +122,45 @@ def test_a_workload_with_data_files_is_checked_every_time(monkeypatch, tmp_path)
     """Its files can change under the same name: no pass is remembered for it."""
     wl = {**WORKLOADS[0], "inputs": {**WORKLOADS[0].get("inputs", {}), "x": {"type": "safetensors", "path": "x.safetensors",
                                                                            "tensor_key": "x"}}}
-    assert refcheck._mark(DEFINITION, wl, None) is None
-    assert refcheck._mark(DEFINITION, WORKLOADS[0], None) is not None
+    assert refcheck._mark(DEFINITION, wl, None, "cpu") is None
+    assert refcheck._mark(DEFINITION, WORKLOADS[0], None, "cpu") is not None
+
+
+ASKED_ON_A_GPU_MACHINE = r"""
+import json, sys
+from autogk_git.bench import proofs, refcheck
+proofs.NVIDIA_NODES = ("/dev/null",)  # a device node: a machine with a GPU, as far as the asking process can tell
+definition, workloads = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for _ in range(2):
+    refcheck.check(definition, workloads, "defs/scale.json", 60)
+print(json.dumps({"torch": "torch" in sys.modules,
+                  "marks": len(list((proofs.cache_root() / "reference-checks").glob("*-cuda")))}))
+"""
+
+
+def test_the_key_costs_the_asking_process_no_torch_and_a_cpu_run_is_no_cuda_pass(tmp_path, monkeypatch):
+    """On a machine with a GPU node, asking torch which device a check would see cost every `init`, `bench`
+    and first `iterate` a torch import (~1.3 CPU-s) before the cache was even read. The kind is now told
+    from the node and CUDA_VISIBLE_DEVICES; a check whose process saw no CUDA there (here: a CPU-only
+    machine made to look like a GPU one) keeps no pass under "cuda"."""
+    import subprocess
+    import sys
+    from conftest import REPO
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    definition = {**DEFINITION, "reference": _unique(DEFINITION["reference"])}
+    out = subprocess.run([sys.executable, "-c", ASKED_ON_A_GPU_MACHINE, json.dumps(definition), json.dumps(WORKLOADS)],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"torch": False, "marks": 0}
+
+
+def test_cuda_visible_devices_that_hides_every_device_is_a_cpu_machine(monkeypatch):
+    from autogk_git.bench import proofs
+    monkeypatch.setattr(proofs, "NVIDIA_NODES", ("/dev/null",))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert proofs.likely_device_kind() == "cuda"
+    for hidden in ("", "-1", "-1,0"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)
+        assert proofs.likely_device_kind() == "cpu", hidden
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert proofs.likely_device_kind() == "cuda"

@@ -42,12 +42,23 @@ def proof_dir(environ=None) -> Path:
 NVIDIA_NODES = ("/dev/nvidiactl", "/dev/dxg")  # the driver's control node; WSL's GPU node
 
 
+def likely_device_kind() -> str:
+    """"cpu" where no process started here can see a CUDA device (no NVIDIA device node on Linux, or
+    CUDA_VISIBLE_DEVICES hides every device), else "cuda": what torch would say, without importing it
+    (1.3-1.7 CPU-s for a CLI process on this project's 2-core machine). "cuda" may be wrong (a driver
+    that does not load): a record kept under it must come from a process that did see CUDA."""
+    if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in NVIDIA_NODES):
+        return "cpu"
+    visible = env.cuda_visible_devices()
+    if visible is not None and (not visible or visible[0].startswith("-")):
+        return "cpu"
+    return "cuda"
+
+
 def device_kind() -> str:
     """"cuda" where a process started here will see a CUDA device, else "cpu" (the records are kept per
-    device kind). Without an NVIDIA device node torch sees none: answered without importing torch, which
-    cost a CLI process (`init`, `bench`, `iterate` on a target with a reference.py) 1.3-1.7 CPU-s on this
-    project's 2-core machine for a record already made."""
-    if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in NVIDIA_NODES):
+    device kind): torch is asked only where likely_device_kind cannot rule a device out."""
+    if likely_device_kind() == "cpu":
         return "cpu"
     import torch
     return "cuda" if torch.cuda.is_available() else "cpu"

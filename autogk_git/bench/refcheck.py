@@ -12,8 +12,11 @@ under a limit of its own ([bench] reference_timeout_s), far shorter than a bench
 A pass is remembered for every project of the user, by content (the definition, the smallest workload and
 inputs.py) and device kind, under ~/.cache/autogk/reference-checks beside the fast reference's proofs: the
 first `iterate` after `init`, or a second project of the same target, does not start a process again to
-learn what is known (~1.3 CPU-s each, mostly torch's import, on this project's 2-core machine). A workload
-with data files (a blob) is checked every time: its files can change under the same name.
+learn what is known (~1.3 CPU-s each, mostly torch's import, on this project's 2-core machine). The device
+kind is told without importing torch in the asking process (bench/proofs.py: likely_device_kind), and a
+pass is kept only where the check's own process ran on that kind (a driver that does not load is no
+CUDA pass). A workload with data files (a blob) is checked every time: its files can change under the
+same name.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Any
 
 from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
-from autogk_git.bench.proofs import cache_root, device_kind
+from autogk_git.bench.proofs import cache_root, likely_device_kind
 from autogk_git.errors import TargetError
 
 # Above this many input elements the check would measure the CPU, not the reference: say it was skipped.
@@ -50,7 +53,8 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
         return (f"reference not checked ahead: the smallest workload ({wl['uuid'][:8]}) has {size} input elements, "
                 "too many for a quick check")
     line = f"reference checked on workload {wl['uuid'][:8]} ({_axes(definition, wl)}): shapes, dtypes, finite, deterministic"
-    mark = _mark(definition, wl, generator) if isolate else None
+    kind = likely_device_kind()  # no torch here: a CLI process (init, bench, iterate) would pay its import
+    mark = _mark(definition, wl, generator, kind) if isolate else None
     if mark is not None and mark.exists():
         return line
     job = {"definition": definition, "workload": wl, "generator": generator,
@@ -58,7 +62,7 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
     result = _isolated(job, where, timeout_s, definition, wl) if isolate else _verdict(job)
     if result.get("error"):
         raise TargetError(f"{where}: {result['error']}", result.get("hint") or "fix the definition's reference")
-    if mark is not None:
+    if mark is not None and result.get("device") == kind:  # what the check's own process saw
         try:
             mark.parent.mkdir(parents=True, exist_ok=True)
             tmp = mark.with_suffix(f".{os.getpid()}.tmp")
@@ -72,12 +76,12 @@ def check(definition: dict[str, Any], workloads: list[dict[str, Any]], where: st
 VERSION = 1  # of the check: a pass of another version is checked again
 
 
-def _mark(definition: dict[str, Any], wl: dict[str, Any], generator: str | None) -> Path | None:
-    """Where a pass of this content on this device kind is remembered; None for a workload with data files."""
+def _mark(definition: dict[str, Any], wl: dict[str, Any], generator: str | None, kind: str) -> Path | None:
+    """Where a pass of this content on device kind `kind` is remembered; None for a workload with data files."""
     if any(not isinstance(v, dict) or v.get("type") not in ("random", "scalar") for v in wl.get("inputs", {}).values()):
         return None
     blob = json.dumps([VERSION, definition, wl, generator], sort_keys=True)
-    return cache_root() / "reference-checks" / f"{hashlib.sha256(blob.encode()).hexdigest()}-{device_kind()}"
+    return cache_root() / "reference-checks" / f"{hashlib.sha256(blob.encode()).hexdigest()}-{kind}"
 
 
 def _isolated(job: dict[str, Any], where: str, timeout_s: float, definition: dict[str, Any],
@@ -199,7 +203,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
             raise _Broken(f"the reference gives different outputs for the same inputs ({name} differs between two "
                           "calls): a kernel cannot be judged against it",
                           "make the reference deterministic (no unseeded random draws, no state kept between calls)")
-    return {"ok": True}
+    return {"ok": True, "device": device}
 
 
 def _timed(job: dict[str, Any], wl: dict[str, Any], definition: dict[str, Any], fn):
