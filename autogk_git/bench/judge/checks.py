@@ -159,31 +159,6 @@ def relabel(e: KernelFailure, when: str) -> KernelFailure:
     return KernelFailure(e.status, f"{when}: {e}")
 
 
-class SharedRefs:
-    """Reference outputs of the first input set of each workload, made once for the labels checked on
-    the same sets (labels other than candidate and parent, in tests; the parent's sets are its own): with
-    a reference that loops in Python (the DSA definitions: 0.2-0.4 s a call on the H200) that call was
-    made twice. Each entry goes after `uses` reads."""
-
-    def __init__(self, uses: int) -> None:
-        self.uses = uses
-        self._lock = threading.Lock()
-        self._entries: dict = {}
-
-    def get(self, key, make):
-        with self._lock:
-            e = self._entries.setdefault(key, {"lock": threading.Lock(), "value": None, "left": self.uses})
-        with e["lock"]:  # the other label waits for this one's reference instead of making its own
-            if e["value"] is None:
-                e["value"] = make()
-            value = e["value"]
-            e["left"] -= 1
-            if e["left"] <= 0:
-                with self._lock:
-                    self._entries.pop(key, None)
-        return value
-
-
 OWN_SETS = 500
 """The parent's check sets are drawn this many trial numbers past the candidate's (which use 0 to 113): sets
 the candidate never gets. A trunk kernel made to leave its outputs somewhere (a buffer shared through
@@ -196,8 +171,7 @@ def first_trial(label: str) -> int:
 
 
 def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, reference, device: str,
-                   light: bool = False, refs: SharedRefs | None = None, ran: dict | None = None,
-                   first: int = 0) -> dict:
+                   light: bool = False, ran: dict | None = None, first: int = 0) -> dict:
     """Correctness on several fresh input sets for one (kernel, workload), then the calls that catch
     kernels that remember: the last inputs again (right only once, early return on inputs seen before;
     its outputs must also match the first call's: `repeat`), new values in the same buffers (a cache
@@ -205,7 +179,7 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
 
     ran: filled with {"stress": [names of the extra checks that ran], "stress_skipped": {name: why}},
     also when a check fails, so the record says what was tried. first: the trial number its sets start
-    from (first_trial); refs are shared only between labels with the same."""
+    from (first_trial)."""
     definition = job["definition"]
     settings = job.get("settings", {})
     tolerances = settings.get("tolerances", {})
@@ -226,10 +200,7 @@ def check_workload(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refe
     for trial in range(trials):
         seed = trial_seed(job, wl_index, first + trial)
         args = make_inputs(inputs, wl, seed)
-        if trial == 0 and refs is not None:
-            ref_out = refs.get(seed, lambda: reference_outputs(reference, args))
-        else:
-            ref_out = reference_outputs(reference, args)
+        ref_out = reference_outputs(reference, args)
         outs = alloc_outputs(definition, axes, device, trial)
         try:
             s, seen = checked_call(run, args, ref_out, definition, axes, device, trial, tolerances, outs=outs)
@@ -340,7 +311,7 @@ def check_unlisted_shape(run, wl_index: int, wl: dict, job: dict, inputs: Inputs
 
 
 def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict, inputs: Inputs, reference,
-                       device: str, refs: SharedRefs | None = None) -> dict:
+                       device: str) -> dict:
     t0 = time.perf_counter()
     rec = {"event": "done", "label": label, "uuid": wl["uuid"]}
     if load_error:
@@ -351,7 +322,7 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
         try:
             light = label == "parent" and bool(job.get("settings", {}).get("parent_light"))
             rec.update(status=Status.PASSED, **check_workload(run, i, wl, job, inputs, reference, device, light,
-                                                                     refs, ran, first_trial(label)))
+                                                                     ran, first_trial(label)))
         except KernelFailure as e:
             rec.update(status=e.status, message=str(e))
         except HarnessFailure as e:  # never a pass: the kernel was not judged
@@ -365,13 +336,11 @@ def correctness_record(label: str, run, load_error, i: int, wl: dict, job: dict,
 
 
 def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only, emit,
-              emit_done: bool, refs: SharedRefs | None = None) -> dict[str, dict]:
+              emit_done: bool) -> dict[str, dict]:
     """Correctness records for every (label, workload) asked for. Labels in their own processes are
     checked in their own judge threads (the judge mostly waits on them): the candidate and the parent (on
     sets of its own, first_trial) side by side, any other label (tests) after the candidate; in-process
-    ones one after the other, the candidate's first. refs: the first set's reference outputs shared
-    between labels on the same sets (one is made here when None)."""
-    refs = refs if refs is not None else shared_refs(kernels)
+    ones one after the other, the candidate's first."""
     recs: dict[str, dict] = {}
     errors: list[BaseException] = []
 
@@ -382,8 +351,7 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
                 if only is not None and key not in only:
                     continue
                 emit(event="start", label=label, uuid=wl["uuid"])
-                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device,
-                                               refs)
+                recs[key] = correctness_record(label, run, load_error, i, wl, job, inputs, reference, device)
                 if emit_done:
                     emit(**recs[key])
                 else:  # final after the timed rounds; meanwhile the user sees the checks go by
@@ -411,8 +379,3 @@ def check_all(kernels: dict, job: dict, inputs: Inputs, reference, device: str, 
     if errors:
         raise errors[0]
     return recs
-
-
-def shared_refs(kernels: dict) -> SharedRefs:
-    """The first set's reference outputs, each read by every label on the candidate's sets."""
-    return SharedRefs(sum(1 for lb in kernels if not first_trial(lb)))

@@ -38,7 +38,7 @@ import torch
 
 from . import forks, hygiene, stats
 from .calls import short_tb, warm_profiler
-from .checks import SharedRefs, check_all, set_target, shared_refs
+from .checks import check_all, set_target
 from .inputs import Inputs, floor_record, load_reference
 from .kernels import LIMITS, end_children, import_files, ready_kernels, set_starter, start_kernels
 from .profiling import profiled
@@ -78,7 +78,7 @@ def _driver_version() -> str:  # asked once a job: the environment record is wri
 
 
 def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: str, only,
-                 emit, refs: SharedRefs | None = None, timed: bool = True) -> tuple[dict, bool]:
+                 emit, timed: bool = True) -> tuple[dict, bool]:
     """A job's cheap gate: the candidate alone on the `screen` workloads (the smallest and the
     largest) before anything else runs. Returns (their records, failed). When one failed, every
     other record is NOT_RUN, all are emitted (a timed job's with its empty timing summary), and the
@@ -88,7 +88,7 @@ def screen_first(kernels: dict, job: dict, inputs: Inputs, reference, device: st
     keys = {f"candidate:{u}" for u in screen if only is None or f"candidate:{u}" in only}
     if not keys:
         return {}, False
-    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=not timed, refs=refs)
+    recs = check_all(kernels, job, inputs, reference, device, keys, emit, emit_done=not timed)
     failed = [(k, r) for k, r in recs.items() if r.get("status") != Status.PASSED]
     if not failed:
         return recs, False
@@ -131,15 +131,12 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         del PHASES[k]
     t_check = time.perf_counter()
     screened: dict = {}
-    refs = shared_refs(kernels)  # the screen's workloads too: the largest has the slowest reference
     if stage == "ab" and settings.get("screen"):
-        screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit, refs)
+        screened, failed = screen_first(kernels, job, inputs, reference, device, only, emit)
         if failed:
             return
     rest = unscreened(kernels, job, only, screened)
-    recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False,
-                                    refs=refs)}
-    del refs
+    recs = {**screened, **check_all(kernels, job, inputs, reference, device, rest, emit, emit_done=False)}
     phase("check", t_check)
     cand = TimedKernel("candidate", kernels.get("candidate", (None, None))[0], True)
     if stage == "ab":
