@@ -25,9 +25,13 @@ def source_in(folder: Path) -> str | None:
     return p.read_text() if p.is_file() else None
 
 
+def content_key(*parts: Any) -> str:
+    """The sha256 of parts as JSON (keys sorted): the name a record of exactly this content is kept under."""
+    return hashlib.sha256(json.dumps(list(parts), sort_keys=True).encode()).hexdigest()
+
+
 def key(definition: dict[str, Any], workloads: list[dict[str, Any]], fast: str, generator: str | None) -> str:
-    blob = json.dumps([VERSION, definition, workloads, fast, generator], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return content_key(VERSION, definition, workloads, fast, generator)
 
 
 def cache_root(environ=None) -> Path:

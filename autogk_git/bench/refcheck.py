@@ -20,7 +20,6 @@ same name.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
-from autogk_git.bench.proofs import cache_root, likely_device_kind
+from autogk_git.bench.proofs import cache_root, content_key, likely_device_kind
 from autogk_git.errors import TargetError
 
 # Above this many input elements the check would measure the CPU, not the reference: say it was skipped.
@@ -80,8 +79,7 @@ def _mark(definition: dict[str, Any], wl: dict[str, Any], generator: str | None,
     """Where a pass of this content on device kind `kind` is remembered; None for a workload with data files."""
     if any(not isinstance(v, dict) or v.get("type") not in ("random", "scalar") for v in wl.get("inputs", {}).values()):
         return None
-    blob = json.dumps([VERSION, definition, wl, generator], sort_keys=True)
-    return cache_root() / "reference-checks" / f"{hashlib.sha256(blob.encode()).hexdigest()}-{kind}"
+    return cache_root() / "reference-checks" / f"{content_key(VERSION, definition, wl, generator)}-{kind}"
 
 
 def _isolated(job: dict[str, Any], where: str, timeout_s: float, definition: dict[str, Any],

@@ -46,14 +46,11 @@ def check_reference(project: Project, target: Target, cache: bool = False, prove
     passed in this repository (the loop checks when the trunk's definition changes, not every run), and
     return "" then. prove: also prove the fast reference (reference.py) where its proof is not cached
     (init, bench and iterate do; doctor does not: seconds of both references on every CPU workload)."""
-    import hashlib
-    import json
-
-    from autogk_git.bench import refcheck, refproof
+    from autogk_git.bench import proofs, refcheck, refproof
     if target.inputs_needing_data():
         return "reference not checked ahead: some integer inputs need data"
     generator = target.generator_source()
-    key = hashlib.sha256(json.dumps([target.definition, target.workloads, generator], sort_keys=True).encode()).hexdigest()
+    key = proofs.content_key(target.definition, target.workloads, generator)
     mark = project.state_dir / "reference-checked" / key
     where = str(target.dir / "definition.json")
     if project.state_dir / "trunk-targets" in target.dir.parents:  # the trunk's copy: name it as git does
