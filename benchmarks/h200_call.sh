@@ -19,7 +19,8 @@
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
 #               78 s on an H100, 2026-12-05)
-#   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left)
+#   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left); AA_PROCS=N in
+#               the environment runs N at once on the GPU (a count of false keeps, not a time a comparison)
 #   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
 # Before the first step and after each one, the GPU's compute processes are listed and every stray
 # judge, kernel or test process is killed (a forked judge's command line names autogk_judge, not
@@ -96,7 +97,7 @@ for step in "$@"; do
       lim=${lim:-$L}; [ "$lim" -gt "$L" ] && lim=$L
       extra=""; [ "$s" = power ] && extra="--slower 0.0309"
       AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/aa_full.py \
-        --out "$W/$s" --gpus 0 --procs 1 --budget-s $(( lim - 30 )) --backend local $extra > "$W/$s.log" 2>&1
+        --out "$W/$s" --gpus 0 --procs "${AA_PROCS:-1}" --budget-s $(( lim - 30 )) --backend local $extra > "$W/$s.log" 2>&1
       log "$s" $?
       python3 benchmarks/aa_full.py --summarize "$W/$s" > "$W/${s}_summary.txt" 2>&1 ;;
     *) log "unknown step $s" - ;;
