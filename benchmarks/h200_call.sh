@@ -15,6 +15,9 @@
 #   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 360:
 #               loop_gpu keeps ~165 s of --wall-limit for init, grace, the timing and the report, and ten
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
+#   sa[=S]      the flagship's sparse-attention attempts (benchmarks/flagship/attempt.py as the coding agent)
+#               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt (default 150;
+#               ~35 s an experiment, the independent timer's 12 s after)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
@@ -84,6 +87,16 @@ for step in "$@"; do
         --max-time $(( lim - 165 )) --grace 30 --wall-limit $(( lim - 5 )) --timing-budget-s 30 \
         --out "$W/tuner" > "$W/tuner.log" 2>&1
       log tuner $? ;;
+    sa)
+      lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
+      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
+      ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/sa_attempts.txt"
+      AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
+        --target $t -n "$n" --max-time $(( lim - 40 )) --grace 20 --timing-budget-s 12 \
+        --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --out "$W/sa" > "$W/sa.log" 2>&1
+      log sa $?
+      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason" "$W/sa/loop_$t.md" > "$W/sa_summary.txt" 2>/dev/null ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
@@ -110,5 +123,6 @@ cat "$W/times.txt"
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
 [ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
+[ -f "$W/sa_summary.txt" ] && cut -c1-600 "$W/sa_summary.txt"
 for s in aa power; do [ -f "$W/${s}_summary.txt" ] && tail -8 "$W/${s}_summary.txt"; done
 exit 0
