@@ -109,20 +109,35 @@ def events_median(fn, flush: Flush, reps: int) -> float:
     return statistics.median(times)
 
 
-def split_by_flush(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[float]:
-    """Per call, the summed device time (us) of its kernels: `kernels` are (name, start_us, duration_us) of
-    every kernel seen, flushes included; a call is the kernels between two runs of flush kernels."""
-    calls, cur, seen_flush = [], 0.0, False
+def split_by_flush_named(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[dict[str, float]]:
+    """Per call, its kernels' device time (us) summed by kernel name: `kernels` are (name, start_us,
+    duration_us) of every kernel seen, flushes included; a call is the kernels between two runs of flush
+    kernels (kernels before the first flush are not a call, nor is a stretch where nothing ran)."""
+    calls: list[dict[str, float]] = []
+    cur: dict[str, float] = {}
+    seen_flush = False
     for name, _, dur in sorted(kernels, key=lambda k: k[1]):
         if name in flush_names:
-            if seen_flush and cur > 0:
+            if seen_flush and sum(cur.values()) > 0:
                 calls.append(cur)
-            cur, seen_flush = 0.0, True
+            cur, seen_flush = {}, True
         elif seen_flush:
-            cur += dur
-    if seen_flush and cur > 0:
+            cur[name] = cur.get(name, 0.0) + dur
+    if seen_flush and sum(cur.values()) > 0:
         calls.append(cur)
     return calls
+
+
+def split_by_flush(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[float]:
+    """Per call, the summed device time (us) of its kernels (split_by_flush_named, names summed)."""
+    return [sum(c.values()) for c in split_by_flush_named(kernels, flush_names)]
+
+
+def by_kernel(calls: list[dict[str, float]]) -> dict[str, float]:
+    """Each kernel name's median device time (us) a call, over the calls (0 in a call that did not launch
+    it): where a multi-kernel call's time goes. The medians need not add up to the calls' median."""
+    names = sorted({n for c in calls for n in c})
+    return {n: statistics.median(c.get(n, 0.0) for c in calls) for n in names}
 
 
 def _profiled_kernels(work) -> list[tuple[str, float, float]]:
@@ -137,10 +152,8 @@ def _profiled_kernels(work) -> list[tuple[str, float, float]]:
     return out
 
 
-def cupti_median(fn, flush: Flush, reps: int) -> float:
-    """Median microseconds of fn()'s kernels, summed per call, by CUPTI (torch.profiler), each call after an
-    L2 flush: the quantity autogk's judge decides on, measured here by code of this script's own (the
-    kernels of a call are those between two flushes, the flush's kernels found by profiling it alone)."""
+def cupti_kernels(fn, flush: Flush, reps: int) -> tuple[float, dict[str, float]]:
+    """cupti_median, and each kernel's median a call (by_kernel)."""
     flush_names = {name for name, _, _ in _profiled_kernels(flush)}
 
     def work() -> None:
@@ -149,10 +162,17 @@ def cupti_median(fn, flush: Flush, reps: int) -> float:
             fn()
         flush()
 
-    calls = split_by_flush(_profiled_kernels(work), flush_names)
+    calls = split_by_flush_named(_profiled_kernels(work), flush_names)
     if len(calls) != reps:
         raise RuntimeError(f"cupti: {len(calls)} calls found between flushes, {reps} made")
-    return statistics.median(calls)
+    return statistics.median(sum(c.values()) for c in calls), by_kernel(calls)
+
+
+def cupti_median(fn, flush: Flush, reps: int) -> float:
+    """Median microseconds of fn()'s kernels, summed per call, by CUPTI (torch.profiler), each call after an
+    L2 flush: the quantity autogk's judge decides on, measured here by code of this script's own (the
+    kernels of a call are those between two flushes, the flush's kernels found by profiling it alone)."""
+    return cupti_kernels(fn, flush, reps)[0]
 
 
 def cupti_median_rotated(run, args: list, alloc_outs, flush, reps: int, mem_bytes: int = 1 << 30) -> tuple[float, int]:

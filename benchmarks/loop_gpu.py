@@ -325,6 +325,7 @@ def install_fake_timers(dsa) -> None:
             pass
 
     dsa.graph_median = dsa.events_median = dsa.cupti_median = host_median
+    dsa.cupti_kernels = lambda fn, flush, reps: (host_median(fn, flush, reps), {})  # no kernel names on a host
     dsa.Flush = dsa.WriteFlush = FakeFlush
     dsa.ceilings = lambda: {"copy_bytes_per_s": 1e10, "bf16_flops": 1e11, "fp8_flops": None}
 
@@ -465,8 +466,8 @@ def timing_main(job_path: Path) -> int:
                 except Exception as e:  # noqa: BLE001 - said on the row, the graph figure stands
                     r["cupti_error"] = short_error(e)[:400]
                 try:  # the same after the judge's kind of flush (a write): where a cold L2 means dirty lines
-                    r["cupti_w_us"] = dsa.cupti_median(lambda run=run, outs=outs, a=args: run(*a, *outs), wflush,
-                                                       job["reps"])
+                    r["cupti_w_us"], r["cupti_w_kernels"] = dsa.cupti_kernels(
+                        lambda run=run, outs=outs, a=args: run(*a, *outs), wflush, job["reps"])
                 except Exception as e:  # noqa: BLE001 - said on the row, the other figures stand
                     r["cupti_w_error"] = short_error(e)[:400]
                 try:  # and with each call on its own copy of the inputs and outputs, as the judge's window
@@ -555,6 +556,7 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[
         r["start_cupti_us"], r["best_cupti_us"] = s.get("cupti_us"), b.get("cupti_us")
         r["start_cupti_w_us"], r["best_cupti_w_us"] = s.get("cupti_w_us"), b.get("cupti_w_us")
         r["start_cupti_wr_us"], r["best_cupti_wr_us"] = s.get("cupti_wr_us"), b.get("cupti_wr_us")
+        r["start_kernels"], r["best_kernels"] = s.get("cupti_w_kernels"), b.get("cupti_w_kernels")
         if r["start_us"] and r["best_us"]:
             r["ratio_independent"] = r["best_us"] / r["start_us"]
         if r["start_cupti_us"] and r["best_cupti_us"]:
@@ -617,6 +619,24 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[
     summ["total_us_start"] = sum(r["start_us"] for r in rows if r.get("start_us") and r.get("best_us")) or None
     summ["total_us_best"] = sum(r["best_us"] for r in rows if r.get("start_us") and r.get("best_us")) or None
     return rows, summ
+
+
+def kernel_cells(kernels: dict[str, float] | None) -> str:
+    return ", ".join(f"`{n}` {v:.2f}" for n, v in sorted(kernels.items(), key=lambda kv: -kv[1])) if kernels else "-"
+
+
+def kernel_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Where each call's time goes, kernel by kernel (CUPTI after a write flush, each kernel's median a
+    call), for start and best: which of a multi-kernel call's launches a change moved. Nothing where no
+    row has names (a host timer, or CUPTI failed)."""
+    if not any(r.get("start_kernels") or r.get("best_kernels") for r in rows):
+        return []
+    L = ["", "## Per kernel: each kernel's median us a call (CUPTI after a write flush; the medians need not "
+         "add up to the call's)", "", "| workload | start | best |", "| --- | --- | --- |"]
+    for r in rows:
+        L.append(f"| {axes_str(r['axes'])} | {kernel_cells(r.get('start_kernels'))} | "
+                 f"{kernel_cells(r.get('best_kernels'))} |")
+    return L
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -723,6 +743,7 @@ def markdown(res: dict[str, Any]) -> str:
               f"best {fnum(s.get('contest_score_best'), '{:.2f}')}x over {s.get('contest_workloads_best')}"]
         if not gpu:
             L += ["", "CPU smoke: the figures above are host wall times of the Triton interpreter, not latencies."]
+        L += kernel_table(rows)
         if t.get("total_s") is not None:
             L += [f"- independent timing: {t.get('total_s')} s in all ({t.get('setup_s')} s setup: imports, ceilings)"]
     if res.get("report_png"):

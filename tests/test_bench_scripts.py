@@ -104,3 +104,23 @@ def test_the_agreement_on_the_judges_conditions_is_read_on_its_own_figures():
     r = rows[0]
     assert not r["cupti_agree"] and not r["cupti_w_agree"] and r["cupti_wr_agree"]
     assert summ["agreement_cupti_wr"]["agree"] == 1 and "own copy" in summ["agreement_cupti_wr"]["rule"]
+
+
+def test_a_calls_time_is_also_read_kernel_by_kernel():
+    dsa = load("dsa_bench")
+    flush = {"reduce_kernel"}
+    # three calls of attend + merge; the third launches no merge; a warm-up before the first flush
+    ks = [("attend", -9.0, 5.0), ("reduce_kernel", 0.0, 60.0), ("attend", 61.0, 7.0), ("merge", 69.0, 2.0),
+          ("reduce_kernel", 80.0, 60.0), ("attend", 141.0, 8.0), ("merge", 150.0, 3.0), ("attend", 154.0, 1.0),
+          ("reduce_kernel", 160.0, 60.0), ("attend", 221.0, 6.0), ("reduce_kernel", 230.0, 60.0)]
+    calls = dsa.split_by_flush_named(ks, flush)
+    assert calls == [{"attend": 7.0, "merge": 2.0}, {"attend": 9.0, "merge": 3.0}, {"attend": 6.0}]
+    assert dsa.split_by_flush(ks, flush) == [9.0, 12.0, 6.0]
+    assert dsa.by_kernel(calls) == {"attend": 7.0, "merge": 2.0}
+    lg = load("loop_gpu")
+    rows = [{"axes": {"b": 1}, "start_kernels": {"attend": 7.0, "merge": 2.0}, "best_kernels": {"attend": 5.5}},
+            {"axes": {"b": 2}}]
+    table = "\n".join(lg.kernel_table(rows))
+    assert "| b=1 | `attend` 7.00, `merge` 2.00 | `attend` 5.50 |" in table, table
+    assert "| b=2 | - | - |" in table, table
+    assert lg.kernel_table([{"axes": {"b": 1}}]) == []  # no names (a host timer): no table
