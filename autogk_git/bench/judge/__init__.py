@@ -5,6 +5,7 @@ of autogk outside this folder. Its rooms:
     process.py         the judge's process: one job, its phases, the progress record
     checks.py          correctness: poisoned outputs, comparisons, calls that catch kernels that remember
     rounds.py          the paired timing rounds, and the check of what the timed calls wrote
+    sampling.py        which timed calls are read, and the unread ones against the parent's
     witness.py         the judge's own clock around each timed window (the figure that decides)
     clock.py           that clock read: per-call figures of a pair, and when they condemn a label
     tenants.py         who else runs on the GPU (NVML), named in a failure the judge's clock made

@@ -37,9 +37,9 @@ from .inputs import (
     make_inputs,
     reference_outputs,
     resolve_axes,
-    tensor_bytes,
 )
 from .kernels import LIMITS, RemoteKernel, arm
+from .sampling import calls_per_round, cross_check, verify_plan
 from .status import Status
 from .tenants import name_strangers
 from .witness import Early, blank_like
@@ -140,62 +140,6 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
             raise relabel(e, where) from None
     phase("verify", t0)
     return t, seen  # every timed call's outputs as the judge holds them: cross_check reads the rest
-
-
-def cross_check(definition: dict, base: list, cand: list, sets: list, checked: list[int], ref_cache: dict,
-                reference, tolerances: dict, axes: dict) -> KernelFailure | None:
-    """Every timed call the sample did not read, compared with the parent's output for the same inputs (by
-    the target's own rules, the parent's output standing for the reference's); where they differ, the
-    candidate's is compared with the reference's itself. So a kernel wrong on a share of its timed calls
-    (right on the few a sample reads) is caught on the first such call, not with the sample's luck. Costs a
-    comparison a call (and a reference call only where the two kernels disagree)."""
-    rest = [k for k in range(len(sets)) if k not in checked]
-    flags = read_flags([same_bits_flag(a, b) for k in rest for a, b in zip(cand[k], base[k])])
-    n_out = len(definition["outputs"])
-    for i, k in enumerate(rest):
-        if all(flags[i * n_out:(i + 1) * n_out]):
-            continue  # the very bits the parent wrote (the same code path): no rule needed
-        try:
-            check_outputs(definition, cand[k], base[k], tolerances, sets[k], axes)
-            continue
-        except KernelFailure:
-            pass
-        try:
-            if k not in ref_cache:
-                ref_cache[k] = reference_outputs(reference, sets[k])
-            check_outputs(definition, cand[k], ref_cache[k], tolerances, sets[k], axes)
-        except KernelFailure as e:
-            return relabel(e, f"in the timed calls: timed call {k}, which the sample did not read, differs "
-                              "from the parent's output for the same inputs and from the reference's")
-    return None
-
-
-def calls_per_round(job: dict, wl: dict) -> int:
-    """Timed calls per round, each on its own input set, within a memory budget."""
-    settings = job.get("settings", {})
-    axes = resolve_axes(job["definition"], wl)
-    nbytes = sum(tensor_bytes(job["definition"], axes, "inputs").values()) + \
-        sum(tensor_bytes(job["definition"], axes, "outputs").values())
-    budget = int(settings.get("timing_mem_bytes", 1 << 30))
-    return max(2, min(int(settings.get("reps", 30)), budget // max(1, nbytes)))
-
-
-def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
-    """How many of each round's timed calls have their outputs compared with the reference's, per
-    workload: `verify_sets` in all over the first `min_rounds` rounds (rounds and calls drawn at
-    random, so a kernel cannot know which of its timed calls are read), then one in every later round
-    (a kernel that goes wrong after some number of calls is still read after it). Each verified call
-    costs a reference call, which for a reference that loops in Python (the DSA definitions) cost
-    more than the timing itself when every round verified two (H200, 2026-11-30)."""
-    early = max(1, int(settings.get("min_rounds", 5)))
-    plan: dict = {"early": early}
-    for u in uuids:
-        per_round: dict[int, int] = {}
-        for _ in range(max(1, int(settings.get("verify_sets", 2)))):
-            r = rng.randrange(early)
-            per_round[r] = per_round.get(r, 0) + 1
-        plan[u] = per_round
-    return plan
 
 
 def label_failure(tk: TimedKernel, cand: TimedKernel, e: Exception, device: str) -> tuple[str, KernelFailure]:
