@@ -35,7 +35,10 @@ OUT=${OUT:-$PWD/h200-call-out}
 W=/tmp/$NAME; rm -rf "$W"; mkdir -p "$W" "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOGK_TRACKING_ENABLED=0
 t0=$SECONDS
-git log --oneline -1 > "$W/head.txt" 2>/dev/null
+# The device copy's own git may name an older commit than the tree it was sent (session 48): what differs
+# from that commit is listed too, so the tree a call ran can be told.
+{ git log --oneline -1; echo "paths differing from that commit:"; git status --porcelain | head -40; } \
+  > "$W/head.txt" 2>/dev/null
 nvidia-smi -L > "$W/gpus.txt" 2>&1
 sweep() {
   { echo "== $1 at $(( SECONDS - t0 )) s"
