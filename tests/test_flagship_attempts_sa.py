@@ -122,11 +122,17 @@ def test_there_are_attempts_to_check():
     assert {"02", "10", "11"} <= tried and not names & tried, ATTEMPTS
 
 
+# 05 (set aside after its GPU run) is checked only on the cases its broken copies below are run on: the
+# control that each copy fails by its break, not by a case 05 itself fails.
+CONTROL = ["contest-1", "scaled", "short"]
+
+
 @pytest.mark.parametrize("attempt", CHECKED, ids=[a.stem for a in CHECKED])
 def test_each_attempt_matches_the_reference_in_the_interpreter(attempt):
-    out = check(attempt)
+    cases = CONTROL if attempt == BLOCK_PER_PROGRAM else None
+    out = check(attempt, cases)
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-    assert out.stdout.count("PASSED") == 6, out.stdout
+    assert out.stdout.count("PASSED") == len(cases or range(6)), out.stdout
 
 
 def broken_copy(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
