@@ -203,7 +203,7 @@ def other_timer(u: str, method: dict, tried: dict, timers: dict) -> bool:
 
 def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict, pending: dict, failures: dict,
                    reference, device: str, rng: random.Random, timers: dict, method: dict, longest: dict,
-                   emit, tried: dict | None = None) -> None:
+                   emit, tried: dict) -> None:
     """After the last round: the parent once more on each workload's last candidate sets, for the
     comparison of the candidate's outputs there alone (its figures are not used: one warm-up call and one
     host-latency call instead of the job's). A parent that cannot finish it (the job's time limit too) is
@@ -212,7 +212,6 @@ def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict,
     and where neither can, the candidate's last outputs are not compared and nothing is judged there."""
     job = {**job, "settings": {**job.get("settings", {}), "warmup": 1, "host_calls": 1}}
     timer_error = timer_errors(device)
-    tried = {} if tried is None else tried
     for u, prev in pending.items():
         if u in failures or prev.get("seen") is None:
             continue

@@ -41,7 +41,6 @@ def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
     return plan
 
 
-
 def cross_check(definition: dict, base: list, cand: list, sets: list, checked: list[int], ref_cache: dict,
                 reference, tolerances: dict, axes: dict) -> KernelFailure | None:
     """Every timed call the sample did not read, compared with the parent's output for the same inputs (by
