@@ -1,12 +1,18 @@
-"""Experiments per hour of `autogk iterate --parallel K` against K=1, on this machine's GPUs.
+"""Experiments per hour of `autogk iterate --parallel K` against K=1, and where each experiment's time went.
 
     python benchmarks/parallel_throughput.py [--k 1,2] [-n 4] [--target rmsnorm_h4096] [--out DIR]
+    python benchmarks/parallel_throughput.py --backend interpret --target scale ...   # on CPU: the phases only
 
-For each K: a fresh temporary project (the bundled target, its kernel at the repo's version), the
-tune agent, the local backend, MLflow off; `autogk iterate -n N --parallel K` run as a user would,
-timed end to end, while nvidia-smi samples every GPU's utilization every 250 ms. Prints one row per
-K (wall time, experiments/hour, share of samples each GPU was busy) and each experiment's GPU and
-verdict from its result note. Needs git, torch, triton and click; nothing else.
+For each K: a fresh temporary project (`autogk init --example TARGET`, or the tests' `scale` target), the
+tune agent, MLflow off; `autogk iterate -n N --parallel K` run as a user would, timed end to end, while
+nvidia-smi samples every GPU's utilization every 250 ms (local backend). Prints one row per K (wall
+time, experiments/hour, share of samples each GPU was busy), each experiment's GPU and verdict from
+its result note, and the phases the report gives each experiment: proposing and committing (the
+loop's thread), its benchmarks, its finished benchmarks waiting for the loop's thread, concluding
+(note, replay, merge: the loop's thread). The loop's thread is the serial part: its share of the
+wall time is printed as `loop thread busy`. On CPU (`--backend interpret`) nothing is timed, so
+correct candidates are merged (`untimed = "merge"`) to give replays, and the interpreter's benchmarks
+share the machine's cores: the figures there are the scheduler's, not a GPU's.
 """
 from __future__ import annotations
 
@@ -32,24 +38,26 @@ def autogk_env(extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGK_")}
     env.update(PYTHONPATH=str(REPO), GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
                GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost",
-               AUTOGK_TRACKING_ENABLED="false", AUTOGK_BENCH_BACKEND="local")
+               AUTOGK_TRACKING_ENABLED="false")
     env.update(extra or {})
     return env
 
 
-def make_project(root: Path, target: str) -> Path:
-    """A project as `autogk init` makes it, minus the hooks (the loop's own commits skip them), so that
-    it runs from a plain checkout (PYTHONPATH) where the package's hook shims are not installed."""
-    sys.path.insert(0, str(REPO))
-    from autogk_git.config import render_default
+def make_project(root: Path, target: str, backend: str) -> Path:
+    """A project as `autogk init` makes it (a bundled example, or the tests' `scale` target)."""
     proj = root / "proj"
-    shutil.copytree(REPO / "kernels" / target, proj / "kernels" / target,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (proj / ".autogk.toml").write_text(render_default("main", target))
     env = autogk_env()
-    sh("git", "init", "-q", "-b", "main", cwd=proj, env=env)
-    sh("git", "add", "-A", cwd=proj, env=env)
-    sh("git", "commit", "-qm", f"{target}: kernel", cwd=proj, env=env)
+    if target == "scale":
+        data = REPO / "tests" / "data" / "scale"
+        sh(sys.executable, "-m", "autogk_git", "init", str(proj), "--definition", str(data / "definition.json"),
+           "--workloads", str(data / "workloads.jsonl"), "--no-check", cwd=root, env=env)
+        shutil.copyfile(data / "kernel.py", proj / "kernels" / "scale" / "kernel.py")
+    else:
+        sh(sys.executable, "-m", "autogk_git", "init", str(proj), "--example", target, "--no-check", cwd=root, env=env)
+    if backend == "interpret":  # nothing is timed on CPU: merge correct candidates, so keeps move the trunk
+        cfg = (proj / ".autogk.toml").read_text()
+        (proj / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
+    sh("git", "commit", "-qam", f"{target}: the starting kernel", cwd=proj, env=env)
     return proj
 
 
@@ -86,33 +94,46 @@ def note(proj: Path, sha: str) -> dict:
     return json.loads(text[text.index("{"):])
 
 
-def run_k(template: Path, k: int, n: int, work: Path, extra_env: dict) -> dict:
+PHASES = ("open_s", "bench_s", "wait_s", "conclude_s")
+
+
+def phase_summary(experiments: list[dict], wall: float) -> dict:
+    """Each phase's total over the run's experiments, and the loop's thread's share of the wall time."""
+    tot = {p: round(sum((e.get("phases") or {}).get(p, 0.0) for e in experiments), 1) for p in PHASES}
+    tot["benchmarks"] = sum((e.get("phases") or {}).get("benchmarks", 0) for e in experiments)
+    tot["loop_thread_share"] = round((tot["open_s"] + tot["conclude_s"]) / wall, 3) if wall else None
+    return tot
+
+
+def run_k(template: Path, k: int, n: int, work: Path, extra_env: dict, gpus: bool) -> dict:
     proj = work / f"k{k}"
     shutil.copytree(template, proj, symlinks=True)
     cmd = [sys.executable, "-m", "autogk_git", "iterate", "-n", str(n), "--parallel", str(k), "--agent", "tune",
            "--json"]
     # A fresh Triton cache per K: no run reuses another's compiles.
     env = autogk_env({**extra_env, "TRITON_CACHE_DIR": str(work / f"triton-cache-k{k}")})
-    sampler = GpuSampler()
+    sampler = GpuSampler() if gpus else None
     t0 = time.monotonic()
     out = subprocess.run(cmd, cwd=proj, capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
-    busy = sampler.stop()
+    busy = sampler.stop() if sampler else {}
     if out.returncode != 0:
         raise SystemExit(f"K={k}: autogk iterate failed ({out.returncode}):\n{out.stdout}\n{out.stderr[-4000:]}")
     report = json.loads(out.stdout)
     rows = []
     for e in report["experiments"]:
+        if not e.get("commit"):  # a repeat, discarded unbenchmarked
+            continue
         res = note(proj, e["commit"])
-        gpus = sorted({str(s.get("gpu")) for s in res["stages"].values() if s.get("gpu") is not None})
+        gpus_used = sorted({str(s.get("gpu")) for s in res["stages"].values() if s.get("gpu") is not None})
         rows.append({"number": e["number"], "hypothesis": e["hypothesis"], "decision": e["decision"],
-                     "gpus": gpus, "rebased": bool(e.get("rebased_from")),
+                     "gpus": gpus_used, "rebased": bool(e.get("rebased_from")),
                      "bench_wall_s": res["cost"].get("bench_wall_s"), "gpu_s": res["cost"].get("gpu_s"),
-                     "figures": res["verdict"].get("figures", "")})
+                     "figures": res["verdict"].get("figures", ""), "phases": e.get("phases")})
     done = len(report["experiments"])
     return {"k": k, "n": done, "wall_s": round(wall, 1), "experiments_per_hour": round(3600 * done / wall, 1),
-            "gpu_busy_share": busy, "experiments": rows, "stop_reason": report["stop_reason"],
-            "log_tail": out.stderr[-3000:]}
+            "gpu_busy_share": busy, "phases": phase_summary(report["experiments"], wall), "experiments": rows,
+            "stop_reason": report["stop_reason"], "log_tail": out.stderr[-3000:]}
 
 
 def main() -> int:
@@ -121,22 +142,32 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=4, help="experiments per K")
     ap.add_argument("--target", default="rmsnorm_h4096")
     ap.add_argument("--max-rounds", type=int, default=10, help="[bench] max_rounds (keeps the run short)")
+    ap.add_argument("--backend", default="local", choices=["local", "interpret"],
+                    help="local: this machine's CUDA GPUs; interpret: the CPU (the scheduler's phases only)")
     ap.add_argument("--out", type=Path, default=None, help="write results.json here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="autogk-parallel-"))
-    template = make_project(work / "template", args.target)
-    extra = {"AUTOGK_BENCH_MAX_ROUNDS": str(args.max_rounds), "AUTOGK_GPU_LOCK_DIR": str(work / "locks")}
-    gpus = sh("nvidia-smi", "-L", cwd=work).strip().splitlines()
-    print(f"{len(gpus)} GPU(s): " + "; ".join(gpus))
+    (work / "template").mkdir()
+    template = make_project(work / "template", args.target, args.backend)
+    extra = {"AUTOGK_BENCH_MAX_ROUNDS": str(args.max_rounds), "AUTOGK_GPU_LOCK_DIR": str(work / "locks"),
+             "AUTOGK_BENCH_BACKEND": args.backend}
+    on_gpu = args.backend == "local"
+    gpus = sh("nvidia-smi", "-L", cwd=work).strip().splitlines() if on_gpu else [f"CPU: {os.cpu_count()} cores"]
+    print(f"{len(gpus)} GPU(s): " + "; ".join(gpus) if on_gpu else gpus[0])
     results = []
     for k in [int(x) for x in args.k.split(",")]:
-        r = run_k(template, k, args.n, work, extra)
+        r = run_k(template, k, args.n, work, extra, on_gpu)
         results.append(r)
+        ph = r["phases"]
         print(f"K={k}: {r['n']} experiments in {r['wall_s']} s = {r['experiments_per_hour']} experiments/hour; "
               f"GPU busy share {r['gpu_busy_share']}")
+        print(f"   phases (s, summed over experiments): open {ph['open_s']}, bench {ph['bench_s']} "
+              f"({ph['benchmarks']} benchmarks), wait {ph['wait_s']}, conclude {ph['conclude_s']}; "
+              f"loop thread busy {ph['loop_thread_share']} of the wall time")
         for e in r["experiments"]:
             print(f"   #{e['number']:04d} gpu {','.join(e['gpus'])} {e['decision']:<6} {e['hypothesis']:<36} "
-                  f"bench {e['bench_wall_s']} s{' (rebased, measured again)' if e['rebased'] else ''} {e['figures']}")
+                  f"bench {e['bench_wall_s']} s{' (rebased, measured again)' if e['rebased'] else ''} {e['figures']} "
+                  f"{e['phases']}")
         sys.stdout.flush()
         if args.out:  # after each K, so a cut-off run keeps what it measured
             args.out.mkdir(parents=True, exist_ok=True)

@@ -189,7 +189,7 @@ def test_bench_never_reads_git():
 
 def test_the_parallel_loop_fires_research_and_follows_the_plan_like_the_serial_one(project, monkeypatch):
     # One step for both schedulers: plans, artifacts and research triggers reach parallel experiments too.
-    from test_agent_research import Scripted
+    from agents.test_agent_research import Scripted  # tests/ is on sys.path (its conftest); agents/ maybe not
 
     from autogk_git.loop import iterate as it
     from autogk_git.project import Project

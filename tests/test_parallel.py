@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from conftest import autogk, git, notes_json
+from conftest import autogk_in, git, notes_json
 
 from autogk_git.record import refs
 from autogk_git.loop import experiment as ex
@@ -49,10 +50,16 @@ def _check_history(root, exps):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("k,n,mlflow", [(4, 4, True)])  # more slots than one-step moves: a rebase happens
-def test_parallel_runs_k_experiments_and_merges_only_fresh_keeps(project, k, n, mlflow):
+def test_parallel_runs_k_experiments_and_merges_only_fresh_keeps(project, k, n, mlflow, monkeypatch):
     start = git(project, "rev-parse", "main").strip()
     env = {"AUTOGK_BENCH_BACKEND": "interpret"} if mlflow else NO_MLFLOW
-    out = autogk(project, "iterate", "-n", str(n), "--parallel", str(k), "--json", env=env)
+    measured, real = [], ex.assess  # (commit, whether the loop's own thread measured it)
+
+    def spy(p, target, number, sha, *args, **kwargs):
+        measured.append((sha, threading.current_thread() is threading.main_thread()))
+        return real(p, target, number, sha, *args, **kwargs)
+    monkeypatch.setattr(ex, "assess", spy)
+    out = autogk_in(project, "iterate", "-n", str(n), "--parallel", str(k), "--json", env=env)
     report = json.loads(out.stdout)
     exps = report["experiments"]
     assert len(exps) == n and report["stop_reason"] == f"ran {n} experiment(s) (limit {n})"
@@ -76,6 +83,14 @@ def test_parallel_runs_k_experiments_and_merges_only_fresh_keeps(project, k, n, 
             body = git(project, "log", "-1", "--format=%B", e["commit"])
             assert f"Autogk-Rebased-From: {e['rebased_from']}" in body
             assert git(project, "notes", "--ref", "autogk/plans", "show", e["commit"]).strip()
+            # Measured again on its slot, not in the loop's thread (which goes on proposing and concluding).
+            assert [on_loop for sha, on_loop in measured if sha == e["commit"]] == [False]
+            assert e["phases"]["benchmarks"] == 2
+    assert not any(on_loop for _, on_loop in measured)
+    assert len(measured) == sum(e["phases"]["benchmarks"] for e in exps)
+    for e in exps:  # where each one's time went
+        ph = e["phases"]
+        assert ph["bench_s"] > 0 and min(ph["open_s"], ph["wait_s"], ph["conclude_s"]) >= 0
     if mlflow:  # one MLflow run per experiment, with the final (fresh) verdict
         code = (
             "import json\n"

@@ -56,6 +56,8 @@ def test_workloads_over_the_cpu_limit_are_named_in_the_verdict_show_and_doctor(p
     out = json.loads(autogk_in(project, "iterate", "-n", "1", "--json", env=env).stdout)
     (e,) = out["experiments"]
     assert e["decision"] == "keep"  # the template merges correct untimed candidates
+    ph = e["phases"]  # one at a time: where its time went (the parallel loop's are in tests/test_parallel.py)
+    assert ph["benchmarks"] == 1 and ph["bench_s"] > 0 and ph["wait_s"] == 0 and min(ph["open_s"], ph["conclude_s"]) > 0
     v = notes_json(project, e["commit"])["verdict"]
     assert "4 of 5 workloads checked" in v["reason"] and "1 over [bench] cpu_max_numel" in v["reason"], v["reason"]
     assert "n=4096" in v["reason"] and not v["coverage"]["complete"]

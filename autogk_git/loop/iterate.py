@@ -18,7 +18,7 @@ from autogk_git.loop.background import running_bench_pid
 from autogk_git.loop.check import check_reference, trunk_target
 from autogk_git.loop.lock import RepoLock
 from autogk_git.loop.replay import refresh_if_stale
-from autogk_git.loop.step import Limits, LoopReport, finish, open_experiment
+from autogk_git.loop.step import Limits, LoopReport, Phases, finish, open_experiment
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target, require_input_data
 from autogk_git.record import refs
@@ -110,6 +110,7 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None,
 
     A proposal that repeats a kernel already measured is discarded unbenchmarked: the outcome then
     has decision "repeat" and no commit. The agent's usage is added to the report at once."""
+    t0 = time.monotonic()
     opened = open_experiment(project, target, agent, say, plan, start=start)
     if opened is None:
         return None
@@ -117,9 +118,14 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None,
         add_usage(report.usage, opened.usage or {})
     if opened.repeat_of is not None:
         return opened.repeat_outcome()
+    t1 = time.monotonic()
     result = ex.assess(project, target.name, opened.number, opened.sha, opened.branch, say,
                        agent=agent.name, usage=opened.usage)
-    return finish(project, target.name, opened, result, say)
+    t2 = time.monotonic()
+    outcome = finish(project, target.name, opened, result, say)
+    # One at a time: a stale keep's re-measurement (a person moved the trunk) counts as concluding here.
+    outcome["phases"] = Phases(open=t1 - t0, bench=t2 - t1, conclude=time.monotonic() - t2, benchmarks=1).as_dict()
+    return outcome
 
 
 def _check_budget_is_priced(cfg, kind: str, budget: float) -> None:

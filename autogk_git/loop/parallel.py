@@ -2,12 +2,15 @@
 
 Only benchmarks run concurrently (threads waiting on worker subprocesses or Modal calls; they
 read git but never write it). Everything that writes — proposals (agents need not be thread-safe),
-commits, notes, verdicts, merges, MLflow — happens in the calling thread, one at a time, so
+commits, notes, verdicts, replays, merges, MLflow — happens in the calling thread, one at a time, so
 verdicts and merges are serialized by construction.
 
 All K experiments branch from the trunk tip of their time. When a keep arrives after the trunk has
-moved (another keep merged meanwhile), its change is replayed onto the new tip and measured again
-against that new parent before anything merges: nothing merges on stale numbers (loop/replay.py).
+moved (another keep merged meanwhile), its change is replayed onto the new tip (in the calling
+thread) and measured again against that new parent on its own slot, as a benchmark like any other,
+before anything merges: nothing merges on stale numbers (loop/replay.py), and the other slots are
+not held up while it is measured. Each experiment's report row carries `phases`: where its time
+went (proposing, benchmarks, waiting for this thread, concluding).
 The step, the stop conditions and the research triggers are the serial loop's (loop/step.py,
 loop/triggers.py). State lives in refs and notes only, as in the serial loop, so
 `loop/iterate.py:resume` finishes whatever a killed parallel loop left.
@@ -16,15 +19,17 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autogk_git import config as config_mod
 from autogk_git import env
 from autogk_git.agents.pricing import add_usage
 from autogk_git.errors import AgentError, AutogkError
 from autogk_git.loop import experiment as ex
-from autogk_git.loop.step import Limits, LoopReport, Opened, finish, open_experiment
+from autogk_git.loop.replay import MAX_MOVES, Remeasure, stale_step
+from autogk_git.loop.step import Limits, LoopReport, Opened, Phases, open_experiment, settle
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target
 
@@ -89,18 +94,49 @@ def make_slots(project: Project, k: int, say: ex.Say) -> list[Slot]:
 # The loop
 # ------------------------------------------------------------------------------------------------
 
+@dataclass
+class Flight:
+    """An experiment on a slot: its first benchmark, or a stale keep's re-measurement after a replay."""
+
+    run: Opened
+    slot: Slot
+    sha: str                            # the commit being measured (the replay's, once replayed)
+    phases: Phases
+    again: Remeasure | None = None      # set while a re-measurement is in flight
+    moves: int = 0                      # re-measurements so far (replay.MAX_MOVES at most)
+    submitted: float = 0.0              # when its benchmark now in flight was handed to the pool
+
+    def in_flight(self) -> Opened:
+        """The experiment as others must see it while it is measured: with the kernel being measured now."""
+        return replace(self.run, sha=self.sha)
+
+
+def _measured(fn, *args, **kwargs):
+    """Run a benchmark on a pool thread; (its result, when it ended) for the scheduler's phases."""
+    return fn(*args, **kwargs), time.monotonic()
+
+
 def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits, research: Research,
                  say: ex.Say, report: LoopReport, start: str | None = None) -> None:
-    """Keep k experiments in flight until a limit is reached or the agent's ideas run out."""
+    """Keep k experiments in flight until a limit is reached or the agent's ideas run out.
+
+    A stale keep's replay (git) happens in this thread; its re-measurement runs on its slot like any
+    benchmark, so the loop goes on proposing and concluding meanwhile (it used to wait for it here)."""
     from autogk_git.bench.backends import stop as bench_stop
     slots = make_slots(project, k, say)
     bench_stop.clear()
     free = list(slots)
-    running: dict[Future, tuple[Opened, Slot]] = {}
+    running: dict[Future, Flight] = {}
     started = repeats = 0
     stop = ""
     error: BaseException | None = None
     pool = ThreadPoolExecutor(max_workers=k, thread_name_prefix="autogk-bench")
+
+    def submit(flight: Flight, fn, *args, **kwargs) -> None:
+        flight.phases.benchmarks += 1
+        flight.submitted = time.monotonic()
+        running[pool.submit(_measured, fn, *args, **kwargs)] = flight
+
     try:
         while True:
             idle = False
@@ -109,9 +145,10 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
                 if stop:
                     break
                 slot = free.pop(0)
-                flying = [o for o, _ in running.values()]
+                flying = [f.in_flight() for f in running.values()]
                 plan = research.next_plan([o.in_flight() for o in flying])
                 where = f", slot {slot.index}" + (f", GPU {slot.device}" if slot.device is not None else "")
+                t0 = time.monotonic()
                 try:
                     run = open_experiment(project, target, agent, say, plan, flying, where, start=start)
                 except AgentError as e:  # finish what is in flight, then stop
@@ -139,25 +176,32 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
                         stop = "the agent repeated tried kernels 3 times in a row"
                     continue
                 repeats = 0
-                fut = pool.submit(ex.assess, slot.project, target.name, run.number, run.sha, run.branch,
-                                  _prefixed(say, run.number), run.agent, run.usage)
-                running[fut] = (run, slot)
+                flight = Flight(run, slot, run.sha, Phases(open=time.monotonic() - t0))
+                submit(flight, ex.assess, slot.project, target.name, run.number, run.sha, run.branch,
+                       _prefixed(say, run.number), run.agent, run.usage)
             if not running:
                 break
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: running[f][0].number):
-                run, slot = running.pop(fut)
-                free.append(slot)
+            for fut in sorted(done, key=lambda f: running[f].run.number):
+                flight = running.pop(fut)
+                run, slot = flight.run, flight.slot
                 try:
-                    result = fut.result()
+                    result, ended = fut.result()
                 except Exception as e:  # noqa: BLE001 - infrastructure: finish the others, then raise
+                    free.append(slot)
                     say(f"#{run.number:04d}: benchmark failed ({e}); left open for the next `autogk iterate`")
                     error = error or e
                     stop = stop or "a benchmark failed"
                     continue
-                outcome = finish(project, target.name, run, result, say, measure_project=slot.project,
-                                 others=[o for o, _ in running.values()])
-                outcome.update(slot=slot.index, device=slot.device)
+                t_taken = time.monotonic()
+                flight.phases.bench += ended - flight.submitted
+                flight.phases.wait += t_taken - ended
+                outcome = _conclude_or_measure_again(project, target, flight, result, say, running, submit)
+                flight.phases.conclude += time.monotonic() - t_taken
+                if outcome is None:  # measured again on its slot: still in flight
+                    continue
+                free.append(slot)
+                outcome.update(slot=slot.index, device=slot.device, phases=flight.phases.as_dict())
                 report.experiments.append(outcome)
                 research.after(outcome)
             free.sort(key=lambda s: s.index)
@@ -173,6 +217,28 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
     report.stop_reason = stop or "done"
     if error is not None:
         raise error
+
+
+def _conclude_or_measure_again(project: Project, target: Target, flight: Flight, result: dict, say: ex.Say,
+                               running: dict[Future, Flight], submit) -> dict | None:
+    """A benchmark's result, in the loop's thread: record it; a keep whose trunk moved meanwhile is
+    replayed and sent back to its slot to be measured again (None); anything else is settled (its outcome)."""
+    run = flight.run
+    if flight.again is not None:
+        result = flight.again.annotate(result)
+        flight.again = None
+    ex.record(project, result, say, track=False)
+    sha = flight.sha
+    if flight.moves < MAX_MOVES:
+        others = {f.run.number: f.sha for f in running.values()}
+        sha, result, again = stale_step(project, target.name, run.number, run.branch, flight.sha, result, say,
+                                        track=False, in_flight=others)
+        if again is not None:
+            flight.sha, flight.again, flight.moves = again.sha, again, flight.moves + 1
+            submit(flight, again.measure, flight.slot.project, target.name, run.number, run.branch,
+                   result.get("agent"), say)
+            return None
+    return settle(project, target.name, run, sha, result, say, busy=bool(running))
 
 
 def _prefixed(say: ex.Say, number: int) -> ex.Say:

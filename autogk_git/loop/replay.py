@@ -8,6 +8,7 @@ resume after a crash.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from autogk_git.errors import GitError
@@ -66,53 +67,88 @@ def replay_onto(project: Project, target: str, number: int, branch: str, sha: st
         merges.abort_cherry_pick(wt)
 
 
+@dataclass
+class Remeasure:
+    """A stale keep's next measurement: its commit (the replay, or the same commit for a tree experiment),
+    and what the fresh result must say of the stale one it replaces."""
+
+    sha: str
+    mark: str                   # the fresh result's key: "rebased" (replayed) or "remeasured" (measured as it is)
+    record: dict[str, Any]
+    usage: dict[str, Any]       # the stale result's cost, less its bench wall time: carried into the fresh one
+
+    def measure(self, project: Project, target: str, number: int, branch: str, agent: str | None,
+                say: ex.Say) -> dict[str, Any]:
+        """Benchmark it (writes nothing, so a scheduler may run it on a thread)."""
+        return ex.assess(project, target, number, self.sha, branch, lambda s: say(f"#{number:04d} {s}"),
+                         agent=agent, usage=self.usage)
+
+    def annotate(self, fresh: dict[str, Any]) -> dict[str, Any]:
+        fresh[self.mark] = self.record
+        return fresh
+
+
+def stale_step(project: Project, target: str, number: int, branch: str, sha: str, result: dict[str, Any],
+               say: ex.Say, track: bool = True,
+               in_flight: dict[int, str] | None = None) -> tuple[str, dict[str, Any], Remeasure | None]:
+    """One step of refreshing a keep whose trunk moved (git and notes only; no benchmark).
+
+    Returns (commit, result, None) to conclude as they are: fresh, not a keep, or reverted because the
+    change no longer applies there; or (commit, result, Remeasure) when the keep must be measured again
+    against the new tip before anything is concluded. `in_flight` ({number: sha}) are the kernels being
+    measured now, which a replay must not duplicate."""
+    if result["verdict"]["decision"] != "keep":
+        return sha, result, None
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    parent = result.get("parent")
+    against = result.get("against") or parent
+    if not tip or against == tip:
+        return sha, result, None
+    cost = {k: v for k, v in result.get("cost", {}).items() if k != "bench_wall_s"}
+    if against != parent:  # a tree experiment: measured whole against the tip, so measured again as it is
+        say(f"#{number:04d}: kept against {str(against)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
+            "measuring it again against the new tip")
+        return sha, result, Remeasure(sha, "remeasured", {"from_against": against, "stale_verdict": result["verdict"]},
+                                      cost)
+    say(f"#{number:04d}: kept against {str(parent)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
+        "replaying it there and measuring again")
+    avoid = kernels.tried(project.root, project.target(target).rel, ex.results(project, target),
+                          also=in_flight, exclude=number)
+    new, why = replay_onto(project, target, number, branch, sha, tip, avoid=avoid)
+    if new is None:
+        stale = result["verdict"]
+        result = dict(result, stale_verdict=stale, verdict={
+            "decision": "revert", "rule": "stale-parent",
+            "reason": f"kept against {str(parent)[:10]}, but {project.trunk} moved to {tip[:10]} and {why}; "
+                      "not merged on stale numbers",
+            "figures": stale.get("figures", "")})
+        say(f"#{number:04d}: {why}; reverting")
+        ex.record(project, result, say, track=track)
+        return sha, result, None
+    return sha, result, Remeasure(new, "rebased", {"from_commit": sha, "from_parent": parent,
+                                                   "stale_verdict": result["verdict"]}, cost)
+
+
+MAX_MOVES = 3  # the trunk only moves under a person's hand (or another slot's keep) here; give up past three moves
+
+
 def refresh_if_stale(project: Project, target: str, number: int, branch: str, sha: str,
                      result: dict[str, Any], say: ex.Say, measure_project: Project | None = None,
                      track: bool = True, in_flight: dict[int, str] | None = None) -> tuple[str, dict[str, Any]]:
-    """A keep measured against a parent that is no longer the trunk tip is replayed and measured again.
+    """A keep measured against a parent that is no longer the trunk tip is replayed and measured again,
+    inline (the serial loop and resume; the parallel loop measures on its slots: loop/parallel.py).
 
     Returns (commit, result) to conclude: the same ones when fresh or not a keep; the replayed commit
     and its new result; or the old commit with a revert when the change no longer applies.
     `measure_project` is the project view to benchmark with (a parallel slot's GPU); `in_flight`
     ({number: sha}) the kernels being measured now, which a replay must not duplicate.
     """
-    for _ in range(3):  # the trunk only moves under a person's hand here; give up past three moves
-        if result["verdict"]["decision"] != "keep":
+    for _ in range(MAX_MOVES):
+        sha, result, again = stale_step(project, target, number, branch, sha, result, say, track, in_flight)
+        if again is None:
             return sha, result
-        tip = repo.rev(project.root, refs.branch(project.trunk))
-        parent = result.get("parent")
-        against = result.get("against") or parent
-        if not tip or against == tip:
-            return sha, result
-        if against != parent:  # a tree experiment: measured whole against the tip, so measured again as it is
-            say(f"#{number:04d}: kept against {str(against)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
-                "measuring it again against the new tip")
-            cost = {k: v for k, v in result.get("cost", {}).items() if k != "bench_wall_s"}
-            fresh = ex.assess(measure_project or project, target, number, sha, branch,
-                              lambda s: say(f"#{number:04d} {s}"), agent=result.get("agent"), usage=cost)
-            fresh["remeasured"] = {"from_against": against, "stale_verdict": result["verdict"]}
-            ex.record(project, fresh, say, track=track)
-            result = fresh
-            continue
-        say(f"#{number:04d}: kept against {str(parent)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
-            "replaying it there and measuring again")
-        avoid = kernels.tried(project.root, project.target(target).rel, ex.results(project, target),
-                              also=in_flight, exclude=number)
-        new, why = replay_onto(project, target, number, branch, sha, tip, avoid=avoid)
-        if new is None:
-            stale = result["verdict"]
-            result = dict(result, stale_verdict=stale, verdict={
-                "decision": "revert", "rule": "stale-parent",
-                "reason": f"kept against {str(parent)[:10]}, but {project.trunk} moved to {tip[:10]} and {why}; "
-                          "not merged on stale numbers",
-                "figures": stale.get("figures", "")})
-            say(f"#{number:04d}: {why}; reverting")
-            ex.record(project, result, say, track=track)
-            return sha, result
-        cost = {k: v for k, v in result.get("cost", {}).items() if k != "bench_wall_s"}
-        fresh = ex.assess(measure_project or project, target, number, new, branch,
-                          lambda s: say(f"#{number:04d} {s}"), agent=result.get("agent"), usage=cost)
-        fresh["rebased"] = {"from_commit": sha, "from_parent": parent, "stale_verdict": result["verdict"]}
+        fresh = again.annotate(again.measure(measure_project or project, target, number, branch,
+                                             result.get("agent"), say))
         ex.record(project, fresh, say, track=track)
-        sha, result = new, fresh
+        sha, result = again.sha, fresh
     return sha, result

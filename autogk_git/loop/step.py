@@ -3,7 +3,9 @@
     open_experiment   branch from the trunk tip, let the agent change the kernel, refuse a kernel
                       already measured (or in flight), commit, write the plan note
     (ex.assess)       benchmark and decide: the scheduler runs it inline or on a thread
-    finish            write the result note, replay a keep whose trunk moved, merge or archive, log
+    finish            write the result note, replay a keep whose trunk moved and measure it again
+                      (inline; the parallel scheduler measures it on its slot: replay.stale_step), then
+    settle            merge or archive, log
 
 `Limits` holds the stop conditions both schedulers check before opening an experiment, and
 `LoopReport` what a run did, for the end-of-run summary.
@@ -170,15 +172,23 @@ def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=N
 
 def finish(project: Project, target: str, run: Opened, result: dict[str, Any], say: ex.Say,
            measure_project: Project | None = None, others: list[Opened] = ()) -> dict[str, Any]:
-    """Record, refresh a stale keep, conclude, log. Called in the loop's thread only.
+    """Record, refresh a stale keep (measured again inline), conclude, log. Called in the loop's thread only.
 
     The result note is written first (the source of truth); MLflow gets the final result once."""
     ex.record(project, result, say, track=False)
     sha, result = refresh_if_stale(project, target, run.number, run.branch, run.sha, result, say,
                                    measure_project=measure_project, track=False,
                                    in_flight={o.number: o.sha for o in others if o.sha})
+    return settle(project, target, run, sha, result, say, busy=bool(others))
+
+
+def settle(project: Project, target: str, run: Opened, sha: str, result: dict[str, Any], say: ex.Say,
+           busy: bool = False) -> dict[str, Any]:
+    """Conclude a recorded, fresh result: the profile of a keep, merge or archive, log. The loop's thread only.
+
+    `busy`: other experiments are being measured now (the profile waits for a quiet GPU)."""
     from autogk_git.loop import profile
-    if profile.after_verdict(project, target, result, say, busy=bool(others)):  # [bench] profile: ncu
+    if profile.after_verdict(project, target, result, say, busy=busy):  # [bench] profile: ncu
         from autogk_git.record import summaries
         summaries.write_result(project.root, result)  # the note again, with its profile (verdict lines said once)
     branch = result.get("branch") or run.branch
@@ -191,3 +201,22 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
             "outcome": outcome, "rebased_from": (result.get("rebased") or {}).get("from_commit"),
             "bench_s": round(time.time() - run.started, 3),
             "gpu_usd": float((result.get("cost") or {}).get("gpu_usd") or 0.0)}
+
+
+@dataclass
+class Phases:
+    """Where one experiment's time went, as its scheduler saw it (seconds; the report's `phases`).
+
+    open: the loop's thread proposing and committing it; bench: its benchmarks (a stale keep's
+    re-measurements included); wait: its finished benchmarks waiting for the loop's thread; conclude:
+    the loop's thread recording, replaying, merging or archiving and logging it."""
+
+    open: float = 0.0
+    bench: float = 0.0
+    wait: float = 0.0
+    conclude: float = 0.0
+    benchmarks: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"open_s": round(self.open, 3), "bench_s": round(self.bench, 3), "wait_s": round(self.wait, 3),
+                "conclude_s": round(self.conclude, 3), "benchmarks": self.benchmarks}
