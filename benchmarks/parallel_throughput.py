@@ -4,7 +4,7 @@
     python benchmarks/parallel_throughput.py --backend interpret --target scale ...   # on CPU: the phases only
 
 For each K: a fresh temporary project (`autogk init --example TARGET`, or the tests' `scale` target), the
-tune agent, MLflow off; `autogk iterate -n N --parallel K` run as a user would, timed end to end, while
+tune agent, MLflow off (`AUTOGK_TRACKING_ENABLED=true` beside the command: on); `autogk iterate -n N --parallel K` run as a user would, timed end to end, while
 nvidia-smi samples every GPU's utilization every 250 ms (local backend). Prints one row per K (wall
 time, experiments/hour, share of samples each GPU was busy), each experiment's GPU and verdict from
 its result note, and the phases the report gives each experiment: proposing and committing (the
@@ -38,7 +38,7 @@ def autogk_env(extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGK_")}
     env.update(PYTHONPATH=str(REPO), GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
                GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost",
-               AUTOGK_TRACKING_ENABLED="false")
+               AUTOGK_TRACKING_ENABLED=os.environ.get("AUTOGK_TRACKING_ENABLED", "false"))
     env.update(extra or {})
     return env
 
