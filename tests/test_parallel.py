@@ -209,3 +209,35 @@ def test_a_replay_that_gives_a_kernel_in_flight_is_not_measured_twice(project, m
     assert git(project, "rev-parse", branch).strip() == sha  # the branch did not move
     ex.conclude(p, refs.ExperimentRef.parse(branch)[1], sha, result, lines.append)
     assert git(project, "rev-parse", "main").strip() == tip  # nothing merged
+
+
+def test_a_keep_whose_trunk_moves_during_every_remeasurement_is_reverted_not_merged_stale(project, monkeypatch):
+    # In the parallel loop other slots' keeps move the trunk while a replayed keep is measured again (a
+    # person's commits do here): after the last allowed measurement it is still stale, so it must not merge.
+    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
+    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
+    p = Project(project)
+    lines = []
+    number, sha, branch, base = _open_and_measure(p, "128", lines.append)
+    git(project, "checkout", "-q", "main")
+    real, said = ex.assess, ["fp32"]
+
+    def a_person_commits():
+        said.append(f"fp32, v{len(said)}")
+        _person_commits(project, f"bias ({said[-2]})", f"bias ({said[-1]})")
+
+    def assess_then_a_person_commits(*args, **kwargs):
+        out = real(*args, **kwargs)
+        a_person_commits()
+        return out
+    a_person_commits()
+    monkeypatch.setattr(ex, "assess", assess_then_a_person_commits)
+    result = ex.load_result(p, sha)
+    new_sha, result = refresh_if_stale(p, "scale", number, branch, sha, result, lines.append)
+    assert sum("replaying it there and measuring again" in ln for ln in lines) == 3
+    assert result["verdict"]["decision"] == "revert" and result["verdict"]["rule"] == "stale-parent", result["verdict"]
+    assert result["stale_verdict"]["decision"] == "keep"
+    assert notes_json(project, new_sha)["verdict"]["rule"] == "stale-parent"  # the note says so too
+    tip = git(project, "rev-parse", "main").strip()
+    ex.conclude(p, refs.ExperimentRef.parse(branch)[1], new_sha, result, lines.append)
+    assert git(project, "rev-parse", "main").strip() == tip  # nothing merged

@@ -28,7 +28,7 @@ from autogk_git import env
 from autogk_git.agents.pricing import add_usage
 from autogk_git.errors import AgentError, AutogkError
 from autogk_git.loop import experiment as ex
-from autogk_git.loop.replay import MAX_MOVES, Remeasure, stale_step
+from autogk_git.loop.replay import MAX_MOVES, Remeasure, stale_step, still_stale
 from autogk_git.loop.step import Limits, LoopReport, Opened, Phases, open_experiment, settle
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target
@@ -238,6 +238,8 @@ def _conclude_or_measure_again(project: Project, target: Target, flight: Flight,
             submit(flight, again.measure, flight.slot.project, target.name, run.number, run.branch,
                    result.get("agent"), say)
             return None
+    else:  # other slots' keeps may move the trunk while it is measured again: never merge it stale
+        result = still_stale(project, run.number, sha, result, say, track=False)
     return settle(project, target.name, run, sha, result, say, busy=bool(running))
 
 

@@ -129,7 +129,30 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
                                                    "stale_verdict": result["verdict"]}, cost)
 
 
-MAX_MOVES = 3  # the trunk only moves under a person's hand (or another slot's keep) here; give up past three moves
+MAX_MOVES = 3  # re-measurements of one keep at most: past them a keep still stale is reverted (still_stale)
+
+
+def still_stale(project: Project, number: int, sha: str, result: dict[str, Any], say: ex.Say,
+                track: bool = True) -> dict[str, Any]:
+    """After the last re-measurement: a keep whose trunk moved yet again is reverted, never merged on its numbers.
+
+    The trunk moves under a person's hand, or (the parallel loop) under other slots' keeps while this
+    one is measured again."""
+    if result["verdict"]["decision"] != "keep":
+        return result
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    against = result.get("against") or result.get("parent")
+    if not tip or against == tip:
+        return result
+    stale = result["verdict"]
+    result = dict(result, stale_verdict=stale, verdict={
+        "decision": "revert", "rule": "stale-parent",
+        "reason": f"kept against {str(against)[:10]}, but {project.trunk} moved to {tip[:10]}, again after "
+                  f"{MAX_MOVES} measurements against its new tips; not merged on stale numbers",
+        "figures": stale.get("figures", "")})
+    say(f"#{number:04d}: {project.trunk} moved again after {MAX_MOVES} measurements; reverting")
+    ex.record(project, result, say, track=track)
+    return result
 
 
 def refresh_if_stale(project: Project, target: str, number: int, branch: str, sha: str,
@@ -151,4 +174,4 @@ def refresh_if_stale(project: Project, target: str, number: int, branch: str, sh
                                              result.get("agent"), say))
         ex.record(project, fresh, say, track=track)
         sha, result = again.sha, fresh
-    return sha, result
+    return sha, still_stale(project, number, sha, result, say, track)
