@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import REPO, autogk_in, git
+from conftest import REPO, autogk_in, git, notes_json
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import log_scale  # noqa: E402
@@ -263,3 +263,26 @@ def test_the_tuner_tries_the_pairs_its_single_changes_predict_best_first(tmp_pat
     # With no measured ratio (the CPU interpreter times nothing) the order is the nearest pairs' as before.
     assert _tune(tmp_path, src, [single({"A": 3}), single({"A": 1}), single({"B": 8}), single({"C": 2})]
                  ).hypothesis == "tune: A 2 -> 3, B 4 -> 8"
+
+
+def test_the_loop_does_not_wait_for_mlflow_and_every_run_is_logged_before_iterate_returns(project, monkeypatch):
+    # MLflow's logging of a concluded experiment (~0.5 s here, more against a remote server) runs on a
+    # thread of its own: the loop's thread goes on to the next proposal, and iterate waits for the queue.
+    import threading
+    import time
+
+    from autogk_git.tracking import mlflow_store
+    real, logged = mlflow_store.log_result, []
+
+    def slow_log(p, result, **kwargs):
+        time.sleep(1.5)
+        logged.append((result["experiment"], threading.current_thread() is threading.main_thread()))
+        return real(p, result, **kwargs)
+    monkeypatch.setattr(mlflow_store, "log_result", slow_log)
+    report = json.loads(autogk_in(project, "iterate", "-n", "2", "--agent", "tune", "--json").stdout)
+    exps = report["experiments"]
+    assert [e["number"] for e in exps] == [1, 2]
+    assert all(e["phases"]["conclude_s"] < 1.5 for e in exps), [e["phases"] for e in exps]
+    assert sorted(logged) == [(1, False), (2, False)]  # both logged, off the loop's thread, before it returned
+    from autogk_git.project import Project
+    assert all(mlflow_store.is_logged(Project(project), notes_json(project, e["commit"])) for e in exps)

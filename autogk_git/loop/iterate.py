@@ -18,7 +18,7 @@ from autogk_git.loop.background import running_bench_pid
 from autogk_git.loop.check import check_reference, trunk_target
 from autogk_git.loop.lock import RepoLock
 from autogk_git.loop.replay import refresh_if_stale
-from autogk_git.loop.step import Limits, LoopReport, Phases, finish, open_experiment
+from autogk_git.loop.step import Limits, LoopReport, Phases, Tracking, finish, open_experiment
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target, require_input_data
 from autogk_git.record import refs
@@ -105,7 +105,8 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
 
 
 def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None,
-            report: LoopReport | None = None, start: str | None = None) -> dict[str, Any] | None:
+            report: LoopReport | None = None, start: str | None = None,
+            tracking: Tracking | None = None) -> dict[str, Any] | None:
     """One experiment from the search's next node (start: --from); None when the agent has nothing left to try.
 
     A proposal that repeats a kernel already measured is discarded unbenchmarked: the outcome then
@@ -122,7 +123,7 @@ def run_one(project: Project, target: Target, agent, say: ex.Say, plan=None,
     result = ex.assess(project, target.name, opened.number, opened.sha, opened.branch, say,
                        agent=agent.name, usage=opened.usage)
     t2 = time.monotonic()
-    outcome = finish(project, target.name, opened, result, say)
+    outcome = finish(project, target.name, opened, result, say, tracking=tracking)
     # One at a time: a stale keep's re-measurement (a person moved the trunk) counts as concluding here.
     outcome["phases"] = Phases(open=t1 - t0, bench=t2 - t1, conclude=time.monotonic() - t2, benchmarks=1).as_dict()
     return outcome
@@ -183,11 +184,18 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
             start = resolve_start(project, target.name, start)
         workload_view.write_artifact(project, target)
         research = Research(project, target, say, report)
-        if parallel > 1:
-            from autogk_git.loop.parallel import run_parallel
-            run_parallel(project, target, agent, parallel, limits, research, say, report, start=start)
-        else:
-            run_serial(project, target, agent, limits, research, say, report, start=start)
+        tracking = Tracking(project, say)
+        try:
+            if parallel > 1:
+                from autogk_git.loop.parallel import run_parallel
+                run_parallel(project, target, agent, parallel, limits, research, say, report, start=start,
+                             tracking=tracking)
+            else:
+                run_serial(project, target, agent, limits, research, say, report, start=start, tracking=tracking)
+        except BaseException:
+            tracking.close(wait=False)
+            raise
+        tracking.close()
     if cfg.tracking.enabled and (report.experiments or report.usage or report.research):
         try:
             from autogk_git.tracking.mlflow_store import log_loop
@@ -199,7 +207,7 @@ def iterate(project: Project, target_name: str | None, n: int, agent_kind: str |
 
 
 def run_serial(project: Project, target: Target, agent, limits: Limits, research: Research, say: ex.Say,
-               report: LoopReport, start: str | None = None) -> None:
+               report: LoopReport, start: str | None = None, tracking: Tracking | None = None) -> None:
     """One experiment at a time until a limit is reached or the agent stops."""
     repeats = 0
     while True:
@@ -209,7 +217,7 @@ def run_serial(project: Project, target: Target, agent, limits: Limits, research
             break
         plan = research.next_plan()
         try:
-            res = run_one(project, target, agent, say, plan, report, start=start)
+            res = run_one(project, target, agent, say, plan, report, start=start, tracking=tracking)
         except AgentError as e:
             add_usage(report.usage, getattr(e, "usage", {}) or {})
             report.stop_reason = f"the {agent.name} agent stopped: {e.message}" + (

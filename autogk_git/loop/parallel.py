@@ -29,7 +29,7 @@ from autogk_git.agents.pricing import add_usage
 from autogk_git.errors import AgentError, AutogkError
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.replay import MAX_MOVES, Remeasure, stale_step, still_stale
-from autogk_git.loop.step import Limits, LoopReport, Opened, Phases, open_experiment, settle
+from autogk_git.loop.step import Limits, LoopReport, Opened, Phases, Tracking, open_experiment, settle
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target
 
@@ -117,7 +117,8 @@ def _measured(fn, *args, **kwargs):
 
 
 def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits, research: Research,
-                 say: ex.Say, report: LoopReport, start: str | None = None) -> None:
+                 say: ex.Say, report: LoopReport, start: str | None = None,
+                 tracking: Tracking | None = None) -> None:
     """Keep k experiments in flight until a limit is reached or the agent's ideas run out.
 
     A stale keep's replay (git) happens in this thread; its re-measurement runs on its slot like any
@@ -196,7 +197,8 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
                 t_taken = time.monotonic()
                 flight.phases.bench += ended - flight.submitted
                 flight.phases.wait += t_taken - ended
-                outcome = _conclude_or_measure_again(project, target, flight, result, say, running, submit)
+                outcome = _conclude_or_measure_again(project, target, flight, result, say, running, submit,
+                                                     tracking)
                 flight.phases.conclude += time.monotonic() - t_taken
                 if outcome is None:  # measured again on its slot: still in flight
                     continue
@@ -220,7 +222,7 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
 
 
 def _conclude_or_measure_again(project: Project, target: Target, flight: Flight, result: dict, say: ex.Say,
-                               running: dict[Future, Flight], submit) -> dict | None:
+                               running: dict[Future, Flight], submit, tracking: Tracking | None) -> dict | None:
     """A benchmark's result, in the loop's thread: record it; a keep whose trunk moved meanwhile is
     replayed and sent back to its slot to be measured again (None); anything else is settled (its outcome)."""
     run = flight.run
@@ -240,7 +242,7 @@ def _conclude_or_measure_again(project: Project, target: Target, flight: Flight,
             return None
     else:  # other slots' keeps may move the trunk while it is measured again: never merge it stale
         result = still_stale(project, run.number, sha, result, say, track=False)
-    return settle(project, target.name, run, sha, result, say, busy=bool(running))
+    return settle(project, target.name, run, sha, result, say, busy=bool(running), tracking=tracking)
 
 
 def _prefixed(say: ex.Say, number: int) -> ex.Say:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -170,8 +171,31 @@ def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=N
                   tunables.values(src), kernel=src or None)  # "" (none, or empty): git says which when logged
 
 
+class Tracking:
+    """MLflow logging off the loop's thread: one thread logs each concluded result in turn while the loop
+    goes on proposing and benchmarking; close() waits for what is queued (iterate calls it before it
+    returns). The note is written and the experiment merged or archived before its run is queued, so a
+    kill loses at most runs that `autogk sync` logs (and `autogk doctor` names), as a kill inside an
+    inline log did. With MLflow off it does nothing."""
+
+    def __init__(self, project: Project, say: ex.Say) -> None:
+        self.project, self.say = project, say
+        self.pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="autogk-mlflow")
+                     if project.config.tracking.enabled else None)
+
+    def log(self, result: dict[str, Any], files: dict[str, str] | None = None) -> None:
+        if self.pool is not None:
+            self.pool.submit(ex.log_to_tracking, self.project, result, self.say, files)
+
+    def close(self, wait: bool = True) -> None:
+        """Wait for the queued runs (wait=False, on Ctrl-C: drop those not started; sync logs them)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=not wait)
+
+
 def finish(project: Project, target: str, run: Opened, result: dict[str, Any], say: ex.Say,
-           measure_project: Project | None = None, others: list[Opened] = ()) -> dict[str, Any]:
+           measure_project: Project | None = None, others: list[Opened] = (),
+           tracking: Tracking | None = None) -> dict[str, Any]:
     """Record, refresh a stale keep (measured again inline), conclude, log. Called in the loop's thread only.
 
     The result note is written first (the source of truth); MLflow gets the final result once."""
@@ -179,14 +203,15 @@ def finish(project: Project, target: str, run: Opened, result: dict[str, Any], s
     sha, result = refresh_if_stale(project, target, run.number, run.branch, run.sha, result, say,
                                    measure_project=measure_project, track=False,
                                    in_flight={o.number: o.sha for o in others if o.sha})
-    return settle(project, target, run, sha, result, say, busy=bool(others))
+    return settle(project, target, run, sha, result, say, busy=bool(others), tracking=tracking)
 
 
 def settle(project: Project, target: str, run: Opened, sha: str, result: dict[str, Any], say: ex.Say,
-           busy: bool = False) -> dict[str, Any]:
+           busy: bool = False, tracking: Tracking | None = None) -> dict[str, Any]:
     """Conclude a recorded, fresh result: the profile of a keep, merge or archive, log. The loop's thread only.
 
-    `busy`: other experiments are being measured now (the profile waits for a quiet GPU)."""
+    `busy`: other experiments are being measured now (the profile waits for a quiet GPU). `tracking`:
+    the loop's MLflow thread (else the run is logged here, before this returns)."""
     from autogk_git.loop import profile
     if profile.after_verdict(project, target, result, say, busy=busy):  # [bench] profile: ncu
         from autogk_git.record import summaries
@@ -195,7 +220,10 @@ def settle(project: Project, target: str, run: Opened, sha: str, result: dict[st
     outcome = ex.conclude(project, refs.ExperimentRef.parse(branch)[1], sha, result, say)
     # The kernel the step committed, unless a replay made a new commit; the diff and plan come from git.
     held = {artifacts.KERNEL: run.kernel} if run.kernel is not None and sha == run.sha else None
-    ex.log_to_tracking(project, result, say, files=held)
+    if tracking is not None:
+        tracking.log(result, held)
+    else:
+        ex.log_to_tracking(project, result, say, files=held)
     return {"number": run.number, "commit": sha, "hypothesis": run.hypothesis,
             "decision": result["verdict"]["decision"], "reason": result["verdict"]["reason"],
             "outcome": outcome, "rebased_from": (result.get("rebased") or {}).get("from_commit"),
