@@ -25,6 +25,9 @@
 #   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left); AA_PROCS=N in
 #               the environment runs N at once on the GPU (a count of false keeps, not a time a comparison)
 #   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
+#   parallel[=S] benchmarks/parallel_throughput.py --k 1,2 -n 8 on PAR_TARGET (default rmsnorm_h4096): experiments
+#               an hour and each experiment's phases (on one GPU K=2 takes turns on it: the phases, not
+#               the speed-up; issue 24's figure needs a two-GPU kind) (default 300)
 # Before the first step and after each one, the GPU's compute processes are listed and every stray
 # judge, kernel or test process is killed (a forked judge's command line names autogk_judge, not
 # autogk_git). Everything lands under /tmp/NAME and, as NAME.tgz, in OUT.
@@ -116,6 +119,11 @@ for step in "$@"; do
         --out "$W/$s" --gpus 0 --procs "${AA_PROCS:-1}" --budget-s $(( lim - 30 )) --backend local $extra > "$W/$s.log" 2>&1
       log "$s" $?
       python3 benchmarks/aa_full.py --summarize "$W/$s" > "$W/${s}_summary.txt" 2>&1 ;;
+    parallel)
+      lim=${lim:-300}; [ "$lim" -gt "$L" ] && lim=$L
+      timeout -k 5 "$lim" python3 benchmarks/parallel_throughput.py --k 1,2 -n 8 --target "${PAR_TARGET:-rmsnorm_h4096}" \
+        --out "$W/parallel" > "$W/parallel.log" 2>&1
+      log parallel $? ;;
     *) log "unknown step $s" - ;;
   esac
   sweep "after $s"
@@ -127,5 +135,6 @@ grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
 [ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
 [ -f "$W/sa_summary.txt" ] && cut -c1-600 "$W/sa_summary.txt"
+[ -f "$W/parallel.log" ] && grep -v "^   #" "$W/parallel.log" | tail -8
 for s in aa power; do [ -f "$W/${s}_summary.txt" ] && tail -8 "$W/${s}_summary.txt"; done
 exit 0

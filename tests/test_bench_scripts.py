@@ -1,5 +1,6 @@
 """The benchmark scripts' own arithmetic, on CPU: loop_gpu.py's independent CUPTI reading (kernels summed
-per call between flushes, by dsa_bench.split_by_flush) and its agreement with autogk's figures."""
+per call between flushes, by dsa_bench.split_by_flush) and its agreement with autogk's figures;
+parallel_throughput.py's project and its sums of the loop's phases."""
 from __future__ import annotations
 
 import importlib.util
@@ -124,3 +125,16 @@ def test_a_calls_time_is_also_read_kernel_by_kernel():
     assert "| b=1 | `attend` 7.00, `merge` 2.00 | `attend` 5.50 |" in table, table
     assert "| b=2 | - | - |" in table, table
     assert lg.kernel_table([{"axes": {"b": 1}}]) == []  # no names (a host timer): no table
+
+
+def test_the_parallel_benchmark_builds_its_project_and_sums_the_loops_phases(tmp_path):
+    pt = load("parallel_throughput")
+    proj = pt.make_project(tmp_path, "scale", "interpret")  # the CPU's project: the tests' scale target, merged
+    assert (proj / "kernels" / "scale" / "kernel.py").read_text() == (REPO / "tests/data/scale/kernel.py").read_text()
+    assert 'untimed = "merge"' in (proj / ".autogk.toml").read_text()
+    exps = [{"phases": {"open_s": 0.1, "bench_s": 10.0, "wait_s": 0.5, "conclude_s": 0.4, "benchmarks": 2}},
+            {"phases": {"open_s": 0.1, "bench_s": 8.0, "wait_s": 0.0, "conclude_s": 0.4, "benchmarks": 1}},
+            {"number": 3, "decision": "repeat"}]  # a repeat: no phases
+    s = pt.phase_summary(exps, 10.0)
+    assert s == {"open_s": 0.2, "bench_s": 18.0, "wait_s": 0.5, "conclude_s": 0.8, "benchmarks": 3,
+                 "loop_thread_share": 0.1}
