@@ -286,3 +286,17 @@ def test_the_loop_does_not_wait_for_mlflow_and_every_run_is_logged_before_iterat
     assert sorted(logged) == [(1, False), (2, False)]  # both logged, off the loop's thread, before it returned
     from autogk_git.project import Project
     assert all(mlflow_store.is_logged(Project(project), notes_json(project, e["commit"])) for e in exps)
+
+
+def test_the_run_summary_says_where_the_time_went_and_when_proposing_limits_the_slots():
+    from autogk_git.commands.iterate import time_line
+    bench = {"open_s": 0.1, "bench_s": 10.0, "wait_s": 0.0, "conclude_s": 0.2, "benchmarks": 1}
+    assert time_line([{"decision": "repeat"}]) == ""  # nothing measured: no line
+    one = time_line([{"phases": bench}, {"phases": bench}])
+    assert one == "time: proposing 0.2 s, benchmarks 20.0 s (2), concluding 0.4 s"
+    # Two slots fed by an agent that takes 30 s a proposal: the slots wait for it, not for the GPU.
+    slow = dict(bench, open_s=30.0, wait_s=1.0)
+    text = time_line([{"phases": slow, "slot": 0}, {"phases": slow, "slot": 1}])
+    assert "finished benchmarks waiting for the loop 2.0 s" in text
+    assert "more --parallel slots will not make this run faster" in text
+    assert "--parallel" not in time_line([{"phases": bench, "slot": 0}, {"phases": bench, "slot": 1}])

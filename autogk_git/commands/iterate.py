@@ -107,7 +107,28 @@ def summary(report) -> str:
         line += f"; GPU time: ${report.gpu_usd:.4f} ([bench] usd_per_gpu_hour)"
     if report.research:
         line += f"; {len(report.research)} research plan(s)"
-    return f"{line}\nstopped: {report.stop_reason}"
+    timing = time_line(report.experiments)
+    return f"{line}\n" + (f"{timing}\n" if timing else "") + f"stopped: {report.stop_reason}"
+
+
+def time_line(experiments: list[dict]) -> str:
+    """Where this run's time went (each experiment's `phases`), and a hint when proposing is what limits it.
+
+    Proposing is the loop's own work, one proposal at a time, however many slots benchmark: when it
+    takes longer than the benchmarks, more `--parallel` slots do not make the run faster."""
+    ph = [e["phases"] for e in experiments if e.get("phases")]
+    if not ph:
+        return ""
+    tot = {k: sum(p.get(k, 0.0) for p in ph) for k in ("open_s", "bench_s", "wait_s", "conclude_s")}
+    n = sum(p.get("benchmarks", 0) for p in ph)
+    text = (f"time: proposing {tot['open_s']:.1f} s, benchmarks {tot['bench_s']:.1f} s ({n}), "
+            f"concluding {tot['conclude_s']:.1f} s"
+            + (f", finished benchmarks waiting for the loop {tot['wait_s']:.1f} s" if tot["wait_s"] >= 0.05 else ""))
+    slots = len({e.get("slot") for e in experiments if e.get("phases")})
+    if slots > 1 and tot["open_s"] > tot["bench_s"] / slots:
+        text += ("; the agent's proposals, one at a time, took longer than the benchmarks they fed: "
+                 "more --parallel slots will not make this run faster")
+    return text
 
 
 def ways_forward(project: Project, target: str) -> str:
