@@ -300,3 +300,6 @@ def test_the_run_summary_says_where_the_time_went_and_when_proposing_limits_the_
     assert "finished benchmarks waiting for the loop 2.0 s" in text
     assert "more --parallel slots will not make this run faster" in text
     assert "--parallel" not in time_line([{"phases": bench, "slot": 0}, {"phases": bench, "slot": 1}])
+    # An agent asked for each slot at once (the anthropic agent): its conversations overlap, no hint.
+    beside = dict(slow, proposed_beside=True)
+    assert "--parallel" not in time_line([{"phases": beside, "slot": 0}, {"phases": beside, "slot": 1}])

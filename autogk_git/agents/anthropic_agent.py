@@ -226,6 +226,9 @@ class AnthropicAgent:
     """Makes one change per experiment by talking to Claude with tools scoped to the target."""
 
     name = "anthropic"
+    # Each proposal is a conversation of its own, in its own worktree, writing only there: the parallel
+    # loop may ask for several at once (loop/parallel.py), each on a thread of its own.
+    concurrent_proposals = True
 
     def __init__(self, config, client=None) -> None:
         self.config = config

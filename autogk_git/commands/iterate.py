@@ -114,8 +114,9 @@ def summary(report) -> str:
 def time_line(experiments: list[dict]) -> str:
     """Where this run's time went (each experiment's `phases`), and a hint when proposing is what limits it.
 
-    Proposing is the loop's own work, one proposal at a time, however many slots benchmark: when it
-    takes longer than the benchmarks, more `--parallel` slots do not make the run faster."""
+    An agent asked in the loop's thread (the tuner, a command agent) proposes one change at a time,
+    however many slots benchmark: when that takes longer than the benchmarks, more `--parallel` slots do
+    not make the run faster. (The anthropic agent is asked for every free slot at once.)"""
     ph = [e["phases"] for e in experiments if e.get("phases")]
     if not ph:
         return ""
@@ -125,7 +126,8 @@ def time_line(experiments: list[dict]) -> str:
             f"concluding {tot['conclude_s']:.1f} s"
             + (f", finished benchmarks waiting for the loop {tot['wait_s']:.1f} s" if tot["wait_s"] >= 0.05 else ""))
     slots = len({e.get("slot") for e in experiments if e.get("phases")})
-    if slots > 1 and tot["open_s"] > tot["bench_s"] / slots:
+    alone = sum(p.get("open_s", 0.0) for p in ph if not p.get("proposed_beside"))  # asked in the loop's thread
+    if slots > 1 and alone > tot["bench_s"] / slots:
         text += ("; the agent's proposals, one at a time, took longer than the benchmarks they fed: "
                  "more --parallel slots will not make this run faster")
     return text

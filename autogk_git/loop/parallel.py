@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -29,7 +30,8 @@ from autogk_git.agents.pricing import add_usage
 from autogk_git.errors import AgentError, AutogkError
 from autogk_git.loop import experiment as ex
 from autogk_git.loop.replay import MAX_MOVES, Remeasure, stale_step, still_stale
-from autogk_git.loop.step import Limits, LoopReport, Opened, Phases, Tracking, open_experiment, settle
+from autogk_git.loop.step import (Asked, Limits, LoopReport, Opened, Phases, Tracking, begin_experiment,
+                                  end_experiment, open_experiment, settle)
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target
 
@@ -122,103 +124,190 @@ def run_parallel(project: Project, target: Target, agent, k: int, limits: Limits
     """Keep k experiments in flight until a limit is reached or the agent's ideas run out.
 
     A stale keep's replay (git) happens in this thread; its re-measurement runs on its slot like any
-    benchmark, so the loop goes on proposing and concluding meanwhile (it used to wait for it here)."""
-    from autogk_git.bench.backends import stop as bench_stop
-    slots = make_slots(project, k, say)
-    bench_stop.clear()
-    free = list(slots)
-    running: dict[Future, Flight] = {}
-    started = repeats = 0
-    stop = ""
-    error: BaseException | None = None
-    pool = ThreadPoolExecutor(max_workers=k, thread_name_prefix="autogk-bench")
+    benchmark, so the loop goes on proposing and concluding meanwhile. An agent whose proposals may run
+    side by side (`concurrent_proposals`: the anthropic agent, each conversation in its own worktree)
+    is asked on a thread of its own for each free slot; the loop's thread opens the worktree before and
+    commits after, so git is still written here only. Other agents (the tuner: instant; a command
+    agent: its confinement compares the whole repository before and after it) are asked here, one at
+    a time."""
+    _Scheduler(project, target, agent, k, limits, research, say, report, start, tracking).run()
 
-    def submit(flight: Flight, fn, *args, **kwargs) -> None:
+
+class _Done:
+    """An agent whose proposal has come (or failed) on its thread: ex.propose handles it as it comes."""
+
+    def __init__(self, agent, fut: Future) -> None:
+        self.name, self.fut = agent.name, fut
+
+    def propose(self, ctx):
+        return self.fut.result()
+
+
+def _on_daemon_thread(fn, *args) -> Future:
+    """fn(*args) on a daemon thread: an agent's request that Ctrl-C left does not hold the process's exit."""
+    fut: Future = Future()
+
+    def run() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - handed to the loop's thread, which decides
+            fut.set_exception(e)
+    threading.Thread(target=run, daemon=True, name="autogk-agent").start()
+    return fut
+
+
+class _Scheduler:
+    def __init__(self, project, target, agent, k, limits, research, say, report, start, tracking) -> None:
+        self.project, self.target, self.agent, self.limits = project, target, agent, limits
+        self.research, self.say, self.report, self.start, self.tracking = research, say, report, start, tracking
+        self.concurrent = bool(getattr(agent, "concurrent_proposals", False))
+        self.free = make_slots(project, k, say)
+        self.running: dict[Future, Flight] = {}
+        self.asking: dict[Future, tuple[Asked, Slot, float]] = {}   # proposals on their threads
+        self.started = self.repeats = 0
+        self.stop = ""
+        self.error: BaseException | None = None
+        self.idle = False  # the agent had nothing to try: ask again only once something has concluded
+        self.pool = ThreadPoolExecutor(max_workers=k, thread_name_prefix="autogk-bench")
+
+    def run(self) -> None:
+        from autogk_git.bench.backends import stop as bench_stop
+        bench_stop.clear()
+        try:
+            while True:
+                self.fill()
+                if not self.running and not self.asking:
+                    break
+                done, _ = wait([*self.running, *self.asking], return_when=FIRST_COMPLETED)
+                for fut in [f for f in done if f in self.asking]:
+                    self.proposed(fut)
+                for fut in sorted((f for f in done if f in self.running), key=lambda f: self.running[f].run.number):
+                    self.measured(fut)
+                self.free.sort(key=lambda s: s.index)
+                if self.error and not self.running and not self.asking:
+                    break
+        except BaseException:
+            # Ctrl-C or a failed conclusion: measurements write nothing, so whatever is left open is
+            # measured again by the next `autogk iterate` (resume); a proposal cut off leaves an empty branch.
+            bench_stop.request()  # benchmarks waiting on remote jobs (slurm) cancel them and return
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.pool.shutdown(wait=True)
+        self.report.stop_reason = self.stop or "done"
+        if self.error is not None:
+            raise self.error
+
+    # -- asking -----------------------------------------------------------------------------------
+
+    def fill(self) -> None:
+        """Ask the agent for a change for each free slot, while no limit is reached."""
+        while self.free and not self.stop and not self.idle:
+            self.stop = self.limits.reached(self.started + len(self.asking), self.report.cost_usd) or ""
+            if self.stop:
+                return
+            slot = self.free.pop(0)
+            flying = [f.in_flight() for f in self.running.values()]
+            plan = self.research.next_plan([o.in_flight() for o in flying])
+            where = f", slot {slot.index}" + (f", GPU {slot.device}" if slot.device is not None else "")
+            t0 = time.monotonic()
+            if self.concurrent:
+                asked = begin_experiment(self.project, self.target, self.agent, self.say, plan, flying, where,
+                                         start=self.start)
+                self.asking[_on_daemon_thread(self.agent.propose, asked.ctx)] = (asked, slot, t0)
+                continue
+            try:
+                run = open_experiment(self.project, self.target, self.agent, self.say, plan, flying, where,
+                                      start=self.start)
+            except AgentError as e:
+                self.agent_stopped(e, slot)
+                return
+            self.opened(run, slot, t0)
+
+    def proposed(self, fut: Future) -> None:
+        """A proposal came back from its thread: commit it and send it to its slot (the loop's thread)."""
+        asked, slot, t0 = self.asking.pop(fut)
+        try:
+            proposal = ex.propose(self.project, _Done(self.agent, fut), asked.ctx, asked.wip, self.say)
+        except AgentError as e:
+            self.agent_stopped(e, slot)
+            return
+        except Exception as e:  # noqa: BLE001 - as a failed benchmark: finish the others, then raise
+            self.free.append(slot)
+            self.error = self.error or e
+            self.stop = self.stop or "a proposal failed"
+            return
+        flying = [f.in_flight() for f in self.running.values()]
+        # Others may have concluded (or committed) while this one was proposed: repeats are judged as of now.
+        run = end_experiment(self.project, self.target, self.agent, self.say, asked, proposal, flying,
+                             history=ex.results(self.project, self.target.name))
+        self.opened(run, slot, t0, beside=True)
+
+    def agent_stopped(self, e: AgentError, slot: Slot) -> None:
+        """Finish what is in flight, then stop."""
+        add_usage(self.report.usage, getattr(e, "usage", {}) or {})
+        self.free.insert(0, slot)
+        self.stop = self.stop or f"the {self.agent.name} agent stopped: {e.message}"
+        self.report.failed = True
+
+    def opened(self, run: Opened | None, slot: Slot, t0: float, beside: bool = False) -> None:
+        """What an asked agent made: nothing, a repeat (discarded), or a commit to measure on `slot`."""
+        if run is None:
+            self.free.insert(0, slot)
+            if not self.running and not self.asking:
+                self.stop = self.stop or f"the {self.agent.name} agent has nothing left to try"
+                self.report.nothing_to_try = not self.report.experiments
+            self.idle = True  # a result still to come may move the trunk and give it new ideas
+            return
+        add_usage(self.report.usage, run.usage or {})
+        self.started += 1
+        if run.repeat_of is not None:
+            self.free.insert(0, slot)
+            outcome = run.repeat_outcome()
+            self.report.experiments.append(outcome)
+            self.research.after(outcome)
+            self.repeats += 1
+            if self.repeats >= 3:
+                self.stop = self.stop or "the agent repeated tried kernels 3 times in a row"
+            return
+        self.repeats = 0
+        flight = Flight(run, slot, run.sha, Phases(open=time.monotonic() - t0, beside=beside))
+        self.submit(flight, ex.assess, slot.project, self.target.name, run.number, run.sha, run.branch,
+                    _prefixed(self.say, run.number), run.agent, run.usage)
+
+    # -- measuring --------------------------------------------------------------------------------
+
+    def submit(self, flight: Flight, fn, *args, **kwargs) -> None:
         flight.phases.benchmarks += 1
         flight.submitted = time.monotonic()
-        running[pool.submit(_measured, fn, *args, **kwargs)] = flight
+        self.running[self.pool.submit(_measured, fn, *args, **kwargs)] = flight
 
-    try:
-        while True:
-            idle = False
-            while free and not stop and not idle:
-                stop = limits.reached(started, report.cost_usd) or ""
-                if stop:
-                    break
-                slot = free.pop(0)
-                flying = [f.in_flight() for f in running.values()]
-                plan = research.next_plan([o.in_flight() for o in flying])
-                where = f", slot {slot.index}" + (f", GPU {slot.device}" if slot.device is not None else "")
-                t0 = time.monotonic()
-                try:
-                    run = open_experiment(project, target, agent, say, plan, flying, where, start=start)
-                except AgentError as e:  # finish what is in flight, then stop
-                    add_usage(report.usage, getattr(e, "usage", {}) or {})
-                    free.insert(0, slot)
-                    stop = f"the {agent.name} agent stopped: {e.message}"
-                    report.failed = True
-                    break
-                if run is None:
-                    free.insert(0, slot)
-                    if not running:
-                        stop = f"the {agent.name} agent has nothing left to try"
-                        report.nothing_to_try = not report.experiments
-                    idle = True  # a result still to come may move the trunk and give it new ideas
-                    break
-                add_usage(report.usage, run.usage or {})
-                started += 1
-                if run.repeat_of is not None:
-                    free.insert(0, slot)
-                    outcome = run.repeat_outcome()
-                    report.experiments.append(outcome)
-                    research.after(outcome)
-                    repeats += 1
-                    if repeats >= 3:
-                        stop = "the agent repeated tried kernels 3 times in a row"
-                    continue
-                repeats = 0
-                flight = Flight(run, slot, run.sha, Phases(open=time.monotonic() - t0))
-                submit(flight, ex.assess, slot.project, target.name, run.number, run.sha, run.branch,
-                       _prefixed(say, run.number), run.agent, run.usage)
-            if not running:
-                break
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: running[f].run.number):
-                flight = running.pop(fut)
-                run, slot = flight.run, flight.slot
-                try:
-                    result, ended = fut.result()
-                except Exception as e:  # noqa: BLE001 - infrastructure: finish the others, then raise
-                    free.append(slot)
-                    say(f"#{run.number:04d}: benchmark failed ({e}); left open for the next `autogk iterate`")
-                    error = error or e
-                    stop = stop or "a benchmark failed"
-                    continue
-                t_taken = time.monotonic()
-                flight.phases.bench += ended - flight.submitted
-                flight.phases.wait += t_taken - ended
-                outcome = _conclude_or_measure_again(project, target, flight, result, say, running, submit,
-                                                     tracking)
-                flight.phases.conclude += time.monotonic() - t_taken
-                if outcome is None:  # measured again on its slot: still in flight
-                    continue
-                free.append(slot)
-                outcome.update(slot=slot.index, device=slot.device, phases=flight.phases.as_dict())
-                report.experiments.append(outcome)
-                research.after(outcome)
-            free.sort(key=lambda s: s.index)
-            if error and not running:
-                break
-    except BaseException:
-        # Ctrl-C or a failed conclusion: measurements write nothing, so whatever is left open is
-        # measured again by the next `autogk iterate` (resume).
-        bench_stop.request()  # benchmarks waiting on remote jobs (slurm) cancel them and return
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-    report.stop_reason = stop or "done"
-    if error is not None:
-        raise error
+    def measured(self, fut: Future) -> None:
+        """A benchmark ended: conclude its experiment, or send a stale keep back to its slot."""
+        flight = self.running.pop(fut)
+        run, slot = flight.run, flight.slot
+        try:
+            result, ended = fut.result()
+        except Exception as e:  # noqa: BLE001 - infrastructure: finish the others, then raise
+            self.free.append(slot)
+            self.say(f"#{run.number:04d}: benchmark failed ({e}); left open for the next `autogk iterate`")
+            self.error = self.error or e
+            self.stop = self.stop or "a benchmark failed"
+            return
+        t_taken = time.monotonic()
+        flight.phases.bench += ended - flight.submitted
+        flight.phases.wait += t_taken - ended
+        outcome = _conclude_or_measure_again(self.project, self.target, flight, result, self.say, self.running,
+                                             self.submit, self.tracking)
+        flight.phases.conclude += time.monotonic() - t_taken
+        if outcome is None:  # measured again on its slot: still in flight
+            return
+        self.free.append(slot)
+        self.idle = False
+        outcome.update(slot=slot.index, device=slot.device, phases=flight.phases.as_dict())
+        self.report.experiments.append(outcome)
+        self.research.after(outcome)
 
 
 def _conclude_or_measure_again(project: Project, target: Target, flight: Flight, result: dict, say: ex.Say,

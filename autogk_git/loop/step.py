@@ -119,13 +119,26 @@ def staged_tree(wt: Path, rel: str) -> str | None:
         return None
 
 
-def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=None,
-                    in_flight: list[Opened] = (), where: str = "", start: str | None = None) -> Opened | None:
-    """Branch from the search's next node (loop/search.py; `start`: --from), let the agent change it,
-    commit. None when the agent has nothing left.
+@dataclass
+class Asked:
+    """An experiment whose agent has been asked for a change: its number, worktree and context. The loop's
+    thread makes it (begin_experiment) and commits what the agent made (end_experiment); the agent's
+    own work (`agent.propose(ctx)`) may run on another thread in between (loop/parallel.py)."""
 
-    A proposal that repeats a kernel already measured (or being measured) is discarded unbenchmarked:
-    it comes back with `repeat_of` set and no commit."""
+    number: int
+    wt: Path
+    branch: str
+    base: str
+    ctx: Context
+    wip: refs.ExperimentRef
+    plan: Any
+    history: list[dict[str, Any]]
+
+
+def begin_experiment(project: Project, target: Target, agent, say: ex.Say, plan=None,
+                     in_flight: list[Opened] = (), where: str = "", start: str | None = None) -> Asked:
+    """Branch from the search's next node (loop/search.py; `start`: --from) into a worktree of its own,
+    and make the agent's context. Git writes: the loop's thread only."""
     tip = ex.ensure_trunk(project, say)
     history = ex.results(project, target.name)
     # An agent that searches the tree by rules of its own (the tuner) narrows the frontier it is offered.
@@ -145,30 +158,48 @@ def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=N
                   artifacts={"workloads": adir / "workloads.md", "profile": adir / "profile.md"}, say=say,
                   in_flight=[o.in_flight() for o in in_flight],
                   start=None if base == tip else node.as_start(trunk_latency))
-    wip = refs.ExperimentRef(target.name, number, "wip")
-    proposal = ex.propose(project, agent, ctx, wip, say)
+    return Asked(number, wt, branch, base, ctx, refs.ExperimentRef(target.name, number, "wip"), plan, history)
+
+
+def end_experiment(project: Project, target: Target, agent, say: ex.Say, asked: Asked, proposal,
+                   in_flight: list[Opened] = (), history: list[dict[str, Any]] | None = None) -> Opened | None:
+    """Commit what the agent made in asked's worktree: None when it made nothing (the branch is closed).
+
+    A proposal that repeats a kernel already measured (or being measured: `in_flight`, as it is now;
+    `history`, the results as they are now, when the agent worked while others concluded) is discarded
+    unbenchmarked: it comes back with `repeat_of` set and no commit. Git writes: the loop's thread only."""
+    number, wt, base, plan = asked.number, asked.wt, asked.base, asked.plan
     if proposal is None:
         return None
     tree = staged_tree(wt, target.rel)
-    seen = kernels.tried(project.root, target.rel, history,
+    seen = kernels.tried(project.root, target.rel, asked.history if history is None else history,
                          also={o.number: o.sha for o in in_flight if o.sha}).get(tree or "")
     if seen is not None and not proposal.invalid:  # an invalid proposal is recorded, never discarded
-        ex.close_branch(project, wip, say)
+        ex.close_branch(project, asked.wip, say)
         say(f"#{number:04d}: '{proposal.hypothesis}' repeats the kernel of #{seen:04d}; discarded unbenchmarked")
         return Opened(number, None, None, base, proposal.hypothesis, agent.name, proposal.usage, repeat_of=seen)
     extra = {"Autogk-Plan": plan.commit} if plan else None
     try:
-        sha, branch = ex.commit_change(project, wt, ctx.target, number, branch, proposal.hypothesis,
+        sha, branch = ex.commit_change(project, wt, asked.ctx.target, number, asked.branch, proposal.hypothesis,
                                        proposal.rationale, agent.name, base, extra_trailers=extra,
                                        invalid=proposal.invalid)
     except AutogkError:
-        ex.close_branch(project, wip, say)
+        ex.close_branch(project, asked.wip, say)
         raise
     ex.write_plan(project, sha, proposal.rationale)
     say(f"#{number:04d}: committed {sha[:10]} on {branch}: {proposal.hypothesis}")
     src = kernels.kernel_source(project.root, target, sha)
     return Opened(number, sha, branch, base, proposal.hypothesis, agent.name, proposal.usage,
                   tunables.values(src), kernel=src or None)  # "" (none, or empty): git says which when logged
+
+
+def open_experiment(project: Project, target: Target, agent, say: ex.Say, plan=None,
+                    in_flight: list[Opened] = (), where: str = "", start: str | None = None) -> Opened | None:
+    """Branch from the search's next node, let the agent change it, commit (all in this thread). None when
+    the agent has nothing left; `repeat_of` set (no commit) when it repeats a kernel measured or in flight."""
+    asked = begin_experiment(project, target, agent, say, plan, in_flight, where, start)
+    proposal = ex.propose(project, agent, asked.ctx, asked.wip, say)
+    return end_experiment(project, target, agent, say, asked, proposal, in_flight)
 
 
 class Tracking:
@@ -235,7 +266,8 @@ def settle(project: Project, target: str, run: Opened, sha: str, result: dict[st
 class Phases:
     """Where one experiment's time went, as its scheduler saw it (seconds; the report's `phases`).
 
-    open: the loop's thread proposing and committing it; bench: its benchmarks (a stale keep's
+    open: proposing and committing it (in the loop's thread, or on a thread of its own beside the other
+    slots' proposals: `proposed_beside`); bench: its benchmarks (a stale keep's
     re-measurements included); wait: its finished benchmarks waiting for the loop's thread; conclude:
     the loop's thread recording, replaying, merging or archiving and logging it."""
 
@@ -244,7 +276,8 @@ class Phases:
     wait: float = 0.0
     conclude: float = 0.0
     benchmarks: int = 0
+    beside: bool = False   # proposed on a thread of its own, beside other proposals (not in the loop's thread)
 
     def as_dict(self) -> dict[str, Any]:
         return {"open_s": round(self.open, 3), "bench_s": round(self.bench, 3), "wait_s": round(self.wait, 3),
-                "conclude_s": round(self.conclude, 3), "benchmarks": self.benchmarks}
+                "conclude_s": round(self.conclude, 3), "benchmarks": self.benchmarks, "proposed_beside": self.beside}

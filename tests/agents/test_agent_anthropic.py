@@ -342,3 +342,30 @@ def test_the_stand_in_server_rejects_what_the_real_api_rejects():
     assert "tool_result" in validate(missing)
     cached = [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}] * 5
     assert "cache_control" in validate(dict(ok, system=cached))
+
+
+def test_the_parallel_loop_asks_for_each_slots_change_at_once(small_project, api, monkeypatch):
+    # An LLM's proposal takes seconds to minutes: asked one at a time, K slots would wait for each other's
+    # conversations. Each conversation has its own worktree, so the loop asks for all its slots at once.
+    import re
+    import time
+    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
+    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
+    edits, asked = {1: "BLOCK = 128 ", 2: "BLOCK = 32 "}, {}
+
+    def script(body):
+        first = body["messages"][0]["content"]
+        words = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first if isinstance(b, dict))
+        n = int(re.search(r"Experiment (\d{4})", words).group(1))
+        if len(body["messages"]) == 1:  # the conversation's first turn: answered after 2 s
+            asked[n] = time.monotonic()
+            return delay(2.0, tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": edits[n]}))
+        return finish(f"BLOCK 64 -> {edits[n].split()[-1]}", "another block size")
+    api(script)
+    report = json.loads(autogk_in(small_project, "iterate", "-n", "2", "--parallel", "2", "--agent", "anthropic",
+                                  "--json").stdout)
+    exps = sorted(report["experiments"], key=lambda e: e["number"])
+    assert [(e["number"], e["hypothesis"]) for e in exps] == [(1, "BLOCK 64 -> 128"), (2, "BLOCK 64 -> 32")]
+    assert abs(asked[1] - asked[2]) < 1.5, asked  # both asked before either answered
+    assert all(e["phases"]["open_s"] >= 2.0 and e["phases"]["proposed_beside"] for e in exps)
+    assert git(small_project, "branch", "--list", "autogk/*").strip() == ""  # both concluded, nothing left open
