@@ -121,6 +121,15 @@ def _open_and_measure(p: Project, new_block: str, say, measure: bool = True):
     return number, sha, branch, base
 
 
+def _a_kept_experiment(project, monkeypatch):
+    """(project, its said lines, (number, sha, branch, base)) of one experiment measured, kept and left open."""
+    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
+    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
+    p = Project(project)
+    lines = []
+    return p, lines, _open_and_measure(p, "128", lines.append)
+
+
 def _person_commits(root, text_from, text_to, path="kernels/scale/kernel.py"):
     f = root / path
     f.write_text(f.read_text().replace(text_from, text_to))
@@ -129,11 +138,7 @@ def _person_commits(root, text_from, text_to, path="kernels/scale/kernel.py"):
 
 
 def test_a_stale_keep_left_by_a_crash_is_replayed_and_measured_again_on_resume(project, monkeypatch):
-    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
-    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
-    p = Project(project)
-    lines = []
-    number, sha, branch, base = _open_and_measure(p, "128", lines.append)
+    p, lines, (number, sha, branch, base) = _a_kept_experiment(project, monkeypatch)
     git(project, "checkout", "-q", "main")
     tip = _person_commits(project, "out = x * scale + bias (fp32)", "out = x * scale + bias (float32)")
     # A crashed replay leaves a detached worktree behind; resume must still finish the experiment.
@@ -155,11 +160,7 @@ def test_a_stale_keep_left_by_a_crash_is_replayed_and_measured_again_on_resume(p
 
 
 def test_a_keep_whose_change_the_trunk_already_has_is_reverted_not_merged(project, monkeypatch):
-    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
-    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
-    p = Project(project)
-    lines = []
-    number, sha, branch, base = _open_and_measure(p, "128", lines.append)
+    p, lines, (number, sha, branch, base) = _a_kept_experiment(project, monkeypatch)
     tip = _person_commits(project, "BLOCK = 64 ", "BLOCK = 128 ")
     result = ex.load_result(p, sha)
     new_sha, result = refresh_if_stale(p, "scale", number, branch, sha, result, lines.append)
@@ -192,11 +193,7 @@ def test_slots_spread_over_gpus_and_share_them_when_k_exceeds_them(project, monk
 
 
 def test_a_replay_that_gives_a_kernel_in_flight_is_not_measured_twice(project, monkeypatch):
-    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
-    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
-    p = Project(project)
-    lines = []
-    number, sha, branch, base = _open_and_measure(p, "128", lines.append)
+    p, lines, (number, sha, branch, base) = _a_kept_experiment(project, monkeypatch)
     git(project, "checkout", "-q", "main")
     tip = _person_commits(project, "out = x * scale + bias (fp32)", "out = x * scale + bias (float32)")
     # Another experiment, branched from the moved trunk, makes the same change: the replay would equal it.
@@ -214,11 +211,7 @@ def test_a_replay_that_gives_a_kernel_in_flight_is_not_measured_twice(project, m
 def test_a_keep_whose_trunk_moves_during_every_remeasurement_is_reverted_not_merged_stale(project, monkeypatch):
     # In the parallel loop other slots' keeps move the trunk while a replayed keep is measured again (a
     # person's commits do here): after the last allowed measurement it is still stale, so it must not merge.
-    monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
-    monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")
-    p = Project(project)
-    lines = []
-    number, sha, branch, base = _open_and_measure(p, "128", lines.append)
+    p, lines, (number, sha, branch, base) = _a_kept_experiment(project, monkeypatch)
     git(project, "checkout", "-q", "main")
     real, said = ex.assess, ["fp32"]
 
