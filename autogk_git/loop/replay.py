@@ -116,17 +116,20 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
                           also=in_flight, exclude=number)
     new, why = replay_onto(project, target, number, branch, sha, tip, avoid=avoid)
     if new is None:
-        stale = result["verdict"]
-        result = dict(result, stale_verdict=stale, verdict={
-            "decision": "revert", "rule": "stale-parent",
-            "reason": f"kept against {str(parent)[:10]}, but {project.trunk} moved to {tip[:10]} and {why}; "
-                      "not merged on stale numbers",
-            "figures": stale.get("figures", "")})
+        result = _reverted(result, f"kept against {str(parent)[:10]}, but {project.trunk} moved to {tip[:10]} and {why}")
         say(f"#{number:04d}: {why}; reverting")
         ex.record(project, result, say, track=track)
         return sha, result, None
     return sha, result, Remeasure(new, "rebased", {"from_commit": sha, "from_parent": parent,
                                                    "stale_verdict": result["verdict"]}, cost)
+
+
+def _reverted(result: dict[str, Any], why: str) -> dict[str, Any]:
+    """A stale keep's result turned into a revert (rule stale-parent), its keep kept as `stale_verdict`."""
+    stale = result["verdict"]
+    return dict(result, stale_verdict=stale, verdict={"decision": "revert", "rule": "stale-parent",
+                                                      "reason": f"{why}; not merged on stale numbers",
+                                                      "figures": stale.get("figures", "")})
 
 
 MAX_MOVES = 3  # re-measurements of one keep at most: past them a keep still stale is reverted (still_stale)
@@ -144,12 +147,8 @@ def still_stale(project: Project, number: int, sha: str, result: dict[str, Any],
     against = result.get("against") or result.get("parent")
     if not tip or against == tip:
         return result
-    stale = result["verdict"]
-    result = dict(result, stale_verdict=stale, verdict={
-        "decision": "revert", "rule": "stale-parent",
-        "reason": f"kept against {str(against)[:10]}, but {project.trunk} moved to {tip[:10]}, again after "
-                  f"{MAX_MOVES} measurements against its new tips; not merged on stale numbers",
-        "figures": stale.get("figures", "")})
+    result = _reverted(result, f"kept against {str(against)[:10]}, but {project.trunk} moved to {tip[:10]}, again "
+                               f"after {MAX_MOVES} measurements against its new tips")
     say(f"#{number:04d}: {project.trunk} moved again after {MAX_MOVES} measurements; reverting")
     ex.record(project, result, say, track=track)
     return result
