@@ -117,17 +117,15 @@ def time_line(experiments: list[dict]) -> str:
     An agent asked in the loop's thread (the tuner, a command agent) proposes one change at a time,
     however many slots benchmark: when that takes longer than the benchmarks, more `--parallel` slots do
     not make the run faster. (The anthropic agent is asked for every free slot at once.)"""
-    ph = [e["phases"] for e in experiments if e.get("phases")]
-    if not ph:
+    from autogk_git.loop.step import phase_totals
+    tot = phase_totals(experiments)
+    if not tot:
         return ""
-    tot = {k: sum(p.get(k, 0.0) for p in ph) for k in ("open_s", "bench_s", "wait_s", "conclude_s")}
-    n = sum(p.get("benchmarks", 0) for p in ph)
-    text = (f"time: proposing {tot['open_s']:.1f} s, benchmarks {tot['bench_s']:.1f} s ({n}), "
+    text = (f"time: proposing {tot['open_s']:.1f} s, benchmarks {tot['bench_s']:.1f} s ({tot['benchmarks']}), "
             f"concluding {tot['conclude_s']:.1f} s"
             + (f", finished benchmarks waiting for the loop {tot['wait_s']:.1f} s" if tot["wait_s"] >= 0.05 else ""))
     slots = len({e.get("slot") for e in experiments if e.get("phases")})
-    alone = sum(p.get("open_s", 0.0) for p in ph if not p.get("proposed_beside"))  # asked in the loop's thread
-    if slots > 1 and alone > tot["bench_s"] / slots:
+    if slots > 1 and tot["open_alone_s"] > tot["bench_s"] / slots:  # proposals asked in the loop's thread
         text += ("; the agent's proposals, one at a time, took longer than the benchmarks they fed: "
                  "more --parallel slots will not make this run faster")
     return text

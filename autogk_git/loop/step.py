@@ -59,8 +59,22 @@ class LoopReport:
     def as_dict(self) -> dict[str, Any]:
         return {"target": self.target, "experiments": self.experiments, "resumed": self.resumed,
                 "stop_reason": self.stop_reason, "usage": self.usage, "cost_usd": round(self.cost_usd, 6),
-                "gpu_usd": round(self.gpu_usd, 6),
+                "gpu_usd": round(self.gpu_usd, 6), "phases": phase_totals(self.experiments),
                 "research": self.research, "failed": self.failed, "nothing_to_try": self.nothing_to_try}
+
+
+PHASES = ("open_s", "bench_s", "wait_s", "conclude_s")
+
+
+def phase_totals(experiments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The experiments' `phases` summed (seconds; `benchmarks` counted); {} when none has any."""
+    ph = [e["phases"] for e in experiments if e.get("phases")]
+    if not ph:
+        return {}
+    tot: dict[str, Any] = {k: round(sum(p.get(k, 0.0) for p in ph), 3) for k in PHASES}
+    tot["benchmarks"] = sum(p.get("benchmarks", 0) for p in ph)
+    tot["open_alone_s"] = round(sum(p.get("open_s", 0.0) for p in ph if not p.get("proposed_beside")), 3)
+    return tot
 
 
 @dataclass

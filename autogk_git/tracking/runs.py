@@ -176,6 +176,9 @@ def log_loop(project, report: dict[str, Any], started: float, agent: str) -> str
     run = client.create_run(exp_id, tags=tags, run_name=f"loop {agent} x{len(exps)}", start_time=int(started * 1000))
     metrics = [Metric(k, float(v), 0, 0) for k, v in {**counts, **usage}.items()]
     metrics.append(Metric("cost_usd", float(report.get("cost_usd", 0.0)), 0, 0))
+    # Where the loop's time went (loop/step.py phase_totals): proposing, benchmarks, waiting, concluding.
+    metrics += [Metric(f"time_{k}", float(v), 0, 0) for k, v in (report.get("phases") or {}).items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)]
     client.log_batch(run.info.run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
     client.set_terminated(run.info.run_id, status="FAILED" if report.get("failed") else "FINISHED")
     return run.info.run_id

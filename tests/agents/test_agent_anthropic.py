@@ -295,6 +295,8 @@ def test_iterate_with_the_anthropic_agent_records_cost_in_notes_and_mlflow(proje
                                 "join experiments e on r.experiment_id = e.experiment_id "
                                 "where e.name = 'autogk/scale/loops'").fetchall())
     assert loop["cost_usd"] == pytest.approx(cost["cost_usd"]) and loop["kept"] == 1 and loop["requests"] == 6
+    assert loop["time_bench_s"] == pytest.approx(report["phases"]["bench_s"]) and loop["time_bench_s"] > 0  # its time
+    assert loop["time_benchmarks"] == 1 and loop["time_open_s"] > 0
 
     out = autogk_in(project, "research", "--json")
     plan = json.loads(out.stdout)
