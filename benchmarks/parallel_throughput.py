@@ -57,7 +57,8 @@ def make_project(root: Path, target: str, backend: str) -> Path:
     if backend == "interpret":  # nothing is timed on CPU: merge correct candidates, so keeps move the trunk
         cfg = (proj / ".autogk.toml").read_text()
         (proj / ".autogk.toml").write_text(cfg.replace("[bench]\n", '[bench]\nuntimed = "merge"\n', 1))
-    sh("git", "commit", "-qam", f"{target}: the starting kernel", cwd=proj, env=env)
+    if sh("git", "status", "--porcelain", cwd=proj, env=env).strip():  # init committed the rest
+        sh("git", "commit", "-qam", f"{target}: the starting kernel", cwd=proj, env=env)
     return proj
 
 
