@@ -95,14 +95,11 @@ def note(proj: Path, sha: str) -> dict:
     return json.loads(text[text.index("{"):])
 
 
-PHASES = ("open_s", "bench_s", "wait_s", "conclude_s")
-
-
-def phase_summary(experiments: list[dict], wall: float) -> dict:
-    """Each phase's total over the run's experiments, and the loop's thread's share of the wall time."""
-    tot = {p: round(sum((e.get("phases") or {}).get(p, 0.0) for e in experiments), 1) for p in PHASES}
-    tot["benchmarks"] = sum((e.get("phases") or {}).get("benchmarks", 0) for e in experiments)
-    tot["loop_thread_share"] = round((tot["open_s"] + tot["conclude_s"]) / wall, 3) if wall else None
+def phase_summary(report: dict, wall: float) -> dict:
+    """The report's phases summed by autogk itself (`phases`), and the loop's thread's share of the wall time."""
+    tot = dict(report.get("phases") or {})
+    busy = tot.get("open_alone_s", 0.0) + tot.get("conclude_s", 0.0)  # proposals asked beside others run elsewhere
+    tot["loop_thread_share"] = round(busy / wall, 3) if tot and wall else None
     return tot
 
 
@@ -133,7 +130,7 @@ def run_k(template: Path, k: int, n: int, work: Path, extra_env: dict, gpus: boo
                      "figures": res["verdict"].get("figures", ""), "phases": e.get("phases")})
     done = len(report["experiments"])
     return {"k": k, "n": done, "wall_s": round(wall, 1), "experiments_per_hour": round(3600 * done / wall, 1),
-            "gpu_busy_share": busy, "phases": phase_summary(report["experiments"], wall), "experiments": rows,
+            "gpu_busy_share": busy, "phases": phase_summary(report, wall), "experiments": rows,
             "stop_reason": report["stop_reason"], "log_tail": out.stderr[-3000:]}
 
 
@@ -162,8 +159,8 @@ def main() -> int:
         ph = r["phases"]
         print(f"K={k}: {r['n']} experiments in {r['wall_s']} s = {r['experiments_per_hour']} experiments/hour; "
               f"GPU busy share {r['gpu_busy_share']}")
-        print(f"   phases (s, summed over experiments): open {ph['open_s']}, bench {ph['bench_s']} "
-              f"({ph['benchmarks']} benchmarks), wait {ph['wait_s']}, conclude {ph['conclude_s']}; "
+        print(f"   phases (s, summed over experiments): open {ph.get('open_s')}, bench {ph.get('bench_s')} "
+              f"({ph.get('benchmarks')} benchmarks), wait {ph.get('wait_s')}, conclude {ph.get('conclude_s')}; "
               f"loop thread busy {ph['loop_thread_share']} of the wall time")
         for e in r["experiments"]:
             print(f"   #{e['number']:04d} gpu {','.join(e['gpus'])} {e['decision']:<6} {e['hypothesis']:<36} "

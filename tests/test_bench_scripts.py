@@ -132,9 +132,12 @@ def test_the_parallel_benchmark_builds_its_project_and_sums_the_loops_phases(tmp
     proj = pt.make_project(tmp_path, "scale", "interpret")  # the CPU's project: the tests' scale target, merged
     assert (proj / "kernels" / "scale" / "kernel.py").read_text() == (REPO / "tests/data/scale/kernel.py").read_text()
     assert 'untimed = "merge"' in (proj / ".autogk.toml").read_text()
+    from autogk_git.loop.step import phase_totals  # what iterate's report carries as `phases`
     exps = [{"phases": {"open_s": 0.1, "bench_s": 10.0, "wait_s": 0.5, "conclude_s": 0.4, "benchmarks": 2}},
-            {"phases": {"open_s": 0.1, "bench_s": 8.0, "wait_s": 0.0, "conclude_s": 0.4, "benchmarks": 1}},
+            {"phases": {"open_s": 3.0, "bench_s": 8.0, "wait_s": 0.0, "conclude_s": 0.4, "benchmarks": 1,
+                        "proposed_beside": True}},  # asked on a thread of its own: not the loop's thread's time
             {"number": 3, "decision": "repeat"}]  # a repeat: no phases
-    s = pt.phase_summary(exps, 10.0)
-    assert s == {"open_s": 0.2, "bench_s": 18.0, "wait_s": 0.5, "conclude_s": 0.8, "benchmarks": 3,
-                 "loop_thread_share": 0.1}
+    s = pt.phase_summary({"phases": phase_totals(exps)}, 10.0)
+    assert s == {"open_s": 3.1, "bench_s": 18.0, "wait_s": 0.5, "conclude_s": 0.8, "benchmarks": 3,
+                 "open_alone_s": 0.1, "loop_thread_share": 0.09}
+    assert pt.phase_summary({}, 10.0) == {"loop_thread_share": None}  # a report of an autogk without phases

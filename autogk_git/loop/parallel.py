@@ -1,9 +1,10 @@
 """`autogk iterate --parallel K`: K experiments at once, each in its own worktree, on its own GPU or container.
 
-Only benchmarks run concurrently (threads waiting on worker subprocesses or Modal calls; they
-read git but never write it). Everything that writes — proposals (agents need not be thread-safe),
-commits, notes, verdicts, replays, merges, MLflow — happens in the calling thread, one at a time, so
-verdicts and merges are serialized by construction.
+Benchmarks run concurrently (threads waiting on worker subprocesses or Modal calls; they read git
+but never write it), and so do the proposals of an agent that allows it (`concurrent_proposals`:
+each conversation writes only its own worktree). Everything that writes git — worktrees, commits,
+notes, verdicts, replays, merges — happens in the calling thread, one at a time, so verdicts and
+merges are serialized by construction; MLflow logs on a thread of its own (loop/step.py `Tracking`).
 
 All K experiments branch from the trunk tip of their time. When a keep arrives after the trunk has
 moved (another keep merged meanwhile), its change is replayed onto the new tip (in the calling

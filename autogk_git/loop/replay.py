@@ -97,13 +97,11 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
     change no longer applies there; or (commit, result, Remeasure) when the keep must be measured again
     against the new tip before anything is concluded. `in_flight` ({number: sha}) are the kernels being
     measured now, which a replay must not duplicate."""
-    if result["verdict"]["decision"] != "keep":
+    tip = _moved(project, result)
+    if tip is None:
         return sha, result, None
-    tip = repo.rev(project.root, refs.branch(project.trunk))
     parent = result.get("parent")
     against = result.get("against") or parent
-    if not tip or against == tip:
-        return sha, result, None
     cost = {k: v for k, v in result.get("cost", {}).items() if k != "bench_wall_s"}
     if against != parent:  # a tree experiment: measured whole against the tip, so measured again as it is
         say(f"#{number:04d}: kept against {str(against)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
@@ -124,6 +122,14 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
                                                    "stale_verdict": result["verdict"]}, cost)
 
 
+def _moved(project: Project, result: dict[str, Any]) -> str | None:
+    """The trunk's tip when result is a keep measured against another commit (stale); else None."""
+    if result["verdict"]["decision"] != "keep":
+        return None
+    tip = repo.rev(project.root, refs.branch(project.trunk))
+    return tip if tip and (result.get("against") or result.get("parent")) != tip else None
+
+
 def _reverted(result: dict[str, Any], why: str) -> dict[str, Any]:
     """A stale keep's result turned into a revert (rule stale-parent), its keep kept as `stale_verdict`."""
     stale = result["verdict"]
@@ -141,12 +147,10 @@ def still_stale(project: Project, number: int, sha: str, result: dict[str, Any],
 
     The trunk moves under a person's hand, or (the parallel loop) under other slots' keeps while this
     one is measured again."""
-    if result["verdict"]["decision"] != "keep":
+    tip = _moved(project, result)
+    if tip is None:
         return result
-    tip = repo.rev(project.root, refs.branch(project.trunk))
     against = result.get("against") or result.get("parent")
-    if not tip or against == tip:
-        return result
     result = _reverted(result, f"kept against {str(against)[:10]}, but {project.trunk} moved to {tip[:10]}, again "
                                f"after {MAX_MOVES} measurements against its new tips")
     say(f"#{number:04d}: {project.trunk} moved again after {MAX_MOVES} measurements; reverting")
