@@ -18,6 +18,9 @@
 #   sa[=S]      the flagship's sparse-attention attempts (benchmarks/flagship/attempt.py as the coding agent)
 #               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt (default 150;
 #               ~35 s an experiment, the independent timer's 12 s after)
+#   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
+#               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
+#               timer after (default 240; ~17 s an experiment on sparse attention, 2026-12-02)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
@@ -100,9 +103,18 @@ for step in "$@"; do
       ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/sa_attempts.txt"
       AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
         --target $t -n "$n" --max-time $(( lim - 40 )) --grace 20 --timing-budget-s 12 \
-        --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --out "$W/sa" > "$W/sa.log" 2>&1
+        --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/saproj" --out "$W/sa" \
+        > "$W/sa.log" 2>&1
       log sa $?
       grep -E "^\| [0-9]+ \||median|agreement|geomean|reason" "$W/sa/loop_$t.md" > "$W/sa_summary.txt" 2>/dev/null ;;
+    satune)
+      lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
+      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t -n 20 \
+        --max-time $(( lim - 60 )) --grace 20 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
+        > "$W/satune.log" 2>&1
+      log satune $?
+      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason" "$W/satune/loop_$t.md" > "$W/satune_summary.txt" 2>/dev/null ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
@@ -135,6 +147,7 @@ grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
 [ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
 [ -f "$W/sa_summary.txt" ] && cut -c1-600 "$W/sa_summary.txt"
+[ -f "$W/satune_summary.txt" ] && cut -c1-400 "$W/satune_summary.txt"
 [ -f "$W/parallel.log" ] && grep -v "^   #" "$W/parallel.log" | tail -8
 for s in aa power; do [ -f "$W/${s}_summary.txt" ] && tail -8 "$W/${s}_summary.txt"; done
 exit 0
