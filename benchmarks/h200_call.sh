@@ -16,8 +16,8 @@
 #               loop_gpu keeps ~165 s of --wall-limit for init, grace, the timing and the report, and ten
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
 #   sa[=S]      the flagship's sparse-attention attempts (benchmarks/flagship/attempt.py as the coding agent)
-#               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt (default 150;
-#               ~35 s an experiment, the independent timer's 12 s after)
+#               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt, ncu on each keep
+#               (default 150; ~35 s an experiment, ~17 s a profile, the independent timer's 12 s after)
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
 #               timer after (default 240; ~17 s an experiment on sparse attention, 2026-12-02)
@@ -101,7 +101,8 @@ for step in "$@"; do
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
       n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
       ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/sa_attempts.txt"
-      AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
+      # the profile on (ncu after each keep, ~17 s): the trunk's figures in the project for the next attempt
+      AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
         --target $t -n "$n" --max-time $(( lim - 40 )) --grace 20 --timing-budget-s 12 \
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/saproj" --out "$W/sa" \
         > "$W/sa.log" 2>&1
