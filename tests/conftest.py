@@ -32,12 +32,12 @@ def hermetic(tmp_path_factory, monkeypatch):
     gitconfig.write_text("[user]\n\tname = Test Person\n\temail = test@example.com\n"
                          "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
     monkeypatch.setenv("HOME", str(home))
-    # The reference's records (bench/refcheck.py, bench/refproof.py) are content-addressed and kept for
-    # every project of a user: one user's cache for the whole run, as on a user's machine (a test that
-    # needs an empty one asks for `own_reference_cache`).
+    # The reference's records (bench/refcheck.py, bench/refproof.py) and the empty MLflow store
+    # (tracking/store.py) are kept for every project of a user: one user's cache for the whole run, as on
+    # a user's machine (a test that needs an empty one asks for `own_cache`).
     cache = home / ".cache" / "autogk"
     cache.mkdir(parents=True)
-    for name in REFERENCE_CACHES:
+    for name in SHARED_CACHES:
         shared = run_folder(tmp_path_factory) / "reference-cache" / name
         shared.mkdir(parents=True, exist_ok=True)
         (cache / name).symlink_to(shared)
@@ -56,7 +56,7 @@ def hermetic(tmp_path_factory, monkeypatch):
     yield
 
 
-REFERENCE_CACHES = ("reference-proofs", "reference-checks")
+SHARED_CACHES = ("reference-proofs", "reference-checks", "mlflow-stores")
 
 
 def run_folder(tmp_path_factory) -> Path:
@@ -66,10 +66,11 @@ def run_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def own_reference_cache(hermetic):
-    """An empty reference cache of this test's own, instead of the run's shared one."""
+def own_cache(hermetic):
+    """An empty user cache of this test's own (reference records, the empty MLflow store), instead of the
+    run's shared one."""
     cache = Path(os.environ["HOME"]) / ".cache" / "autogk"
-    for name in REFERENCE_CACHES:
+    for name in SHARED_CACHES:
         (cache / name).unlink()
         (cache / name).mkdir()
     return cache

@@ -16,7 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "autogk_git" / "examples"
 FAST = sorted(p.parent.name for p in EXAMPLES.glob("*/reference.py"))
 T = "kernels/scale"
 # These tests are about when a proof is made and carried: each starts from an empty cache of its own.
-pytestmark = pytest.mark.usefixtures("own_reference_cache")
+pytestmark = pytest.mark.usefixtures("own_cache")
 RIGHT = "import torch\n\n\ndef run(x, bias, scale):\n    return torch.addcmul(bias, x, torch.tensor(scale))\n"
 WRONG = "import torch\n\n\ndef run(x, bias, scale):\n    return x * scale\n"  # drops the bias
 

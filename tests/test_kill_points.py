@@ -222,29 +222,35 @@ def test_a_run_cut_short_by_a_kill_is_completed_by_sync_not_duplicated(project):
     assert check_reconciled(project) == {1: commit}
 
 
-def test_a_kill_while_the_store_is_created_leaves_no_broken_store(project):
-    """MLflow builds a new store's tables in a chain of migrations (seconds): a kill in between must not
-    leave a store that every later command refuses."""
+def test_a_kill_while_the_store_is_created_leaves_no_broken_store(project, own_cache):
+    """MLflow builds a store's tables in a chain of migrations (seconds), once per MLflow version for a
+    user (the empty store in the user's cache, which each new store copies): a kill in between must leave
+    neither a store nor an empty store that later commands refuse."""
     without_store(project)
     small_target(project)
     autogk_in(project, "iterate", "-n", "1", "--agent", "tune", env={"AUTOGK_TRACKING_ENABLED": "false"})
     mlruns = project / "mlruns"
+    empties = own_cache / "mlflow-stores"
     assert not (mlruns / "mlflow.db").exists()
     proc = subprocess.Popen([str(BIN / "autogk"), "sync"], cwd=project, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not list(mlruns.glob("*mlflow.db*")) and proc.poll() is None and time.monotonic() < deadline:
+        while not list(empties.glob("*.db*")) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.3)  # inside the migrations, which take seconds
-        assert proc.poll() is None, "sync ended before it could be killed while creating the store"
+        assert proc.poll() is None, ("sync ended before it could be killed while creating the store",
+                                     list(empties.iterdir()), list(mlruns.iterdir()) if mlruns.exists() else None)
+        assert not list(mlruns.glob("*mlflow.db*")), "the project's store was made before the empty one"
     finally:
         proc.kill()
         proc.wait()
+    assert [p.name for p in empties.iterdir() if not p.name.startswith(".")] == []  # nothing half built
     out = autogk_in(project, "sync", "--json", check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["logged"] == 1
     assert [p.name for p in mlruns.iterdir() if "mlflow.db" in p.name] == ["mlflow.db"]  # nothing half built
+    assert [p.name for p in empties.iterdir()] != [] and not list(empties.glob(".*"))  # built whole this time
     assert len(check_reconciled(project)) == 1
 
 

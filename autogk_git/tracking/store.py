@@ -98,23 +98,93 @@ def _build_sqlite_store(db: Path, artifacts: Path) -> None:
     (a loop's first result, a first `autogk sync`) left a store that every later command refused
     ("table ... already exists", "out-of-date database schema") until a person moved it away.
     `os.link` fails when the name exists, so of two processes building one at once the first's stays.
+    The migrations run once per MLflow version for a user: later stores are a copy of that empty one.
     """
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-    for old in db.parent.glob(f".{db.name}.*{BUILDING}*"):  # left by a killed builder
-        pid = old.name[len(db.name) + 2:].split(".", 1)[0]
-        if not (pid.isdigit() and pid_alive(int(pid))):
-            old.unlink(missing_ok=True)
+    _drop_left_builds(db)
     tmp = db.with_name(f".{db.name}.{os.getpid()}{BUILDING}")
     tmp.unlink(missing_ok=True)
     try:
-        SqlAlchemyStore(f"sqlite:///{tmp}", str(artifacts)).engine.dispose()  # closes it: no journal left
+        if not _copy_empty_store(tmp, artifacts):
+            _migrate(tmp, artifacts)
         try:
             os.link(tmp, db)
         except FileExistsError:
             pass
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _drop_left_builds(db: Path) -> None:
+    for old in db.parent.glob(f".{db.name}.*{BUILDING}*"):  # left by a killed builder
+        pid = old.name[len(db.name) + 2:].split(".", 1)[0]
+        if not (pid.isdigit() and pid_alive(int(pid))):
+            old.unlink(missing_ok=True)
+
+
+def _migrate(path: Path, artifacts: Path | str) -> None:
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    SqlAlchemyStore(f"sqlite:///{path}", str(artifacts)).engine.dispose()  # closes it: no journal left
+
+
+# The empty store MLflow's migrations made, kept once per MLflow and SQLAlchemy version under the user's
+# cache (~/.cache/autogk/mlflow-stores/), with this stand-in as its default experiment's artifact root;
+# a copy gets the project's own root. 1.4 s of migrations a new store became a copy of ~0.5 MB.
+EMPTY_ROOT = "/autogk-empty-store-artifacts"
+
+
+def empty_store_dir() -> Path:
+    from autogk_git.bench.proofs import cache_root
+    return cache_root() / "mlflow-stores"
+
+
+def _empty_store_path() -> Path:
+    import mlflow
+    import sqlalchemy
+    return empty_store_dir() / f"mlflow-{mlflow.__version__}-sqlalchemy-{sqlalchemy.__version__}.db"
+
+
+def _copy_empty_store(dest: Path, artifacts: Path) -> bool:
+    """Write a copy of the user's empty store at `dest`, its default experiment's artifact root set to
+    `artifacts`; the empty store is built first when there is none. False when this could not be done
+    (a cache that cannot be written, a damaged copy): the caller then runs the migrations itself."""
+    import sqlite3
+    import shutil
+    import time
+    try:
+        empty = _empty_store_path()
+        if not empty.exists():
+            empty.parent.mkdir(parents=True, exist_ok=True)
+            _drop_left_builds(empty)
+            part = empty.with_name(f".{empty.name}.{os.getpid()}{BUILDING}")
+            part.unlink(missing_ok=True)
+            try:
+                _migrate(part, EMPTY_ROOT)
+                os.replace(part, empty)  # whole or absent, as the store itself
+            finally:
+                part.unlink(missing_ok=True)
+        shutil.copyfile(empty, dest)
+        con = sqlite3.connect(dest)
+        try:
+            with con:
+                row = con.execute("SELECT artifact_location FROM experiments WHERE experiment_id = 0").fetchone()
+                if row is None or not str(row[0]).startswith(EMPTY_ROOT) \
+                        or con.execute("SELECT count(*) FROM alembic_version").fetchone()[0] != 1:
+                    raise sqlite3.DatabaseError("not an empty store made by autogk")
+                now = int(time.time() * 1000)
+                con.execute("UPDATE experiments SET artifact_location = ?, creation_time = ?, last_update_time = ? "
+                            "WHERE experiment_id = 0", (str(artifacts) + str(row[0])[len(EMPTY_ROOT):], now, now))
+        finally:
+            con.close()
+        return True
+    except (OSError, sqlite3.Error):
+        dest.unlink(missing_ok=True)
+        try:
+            empty = _empty_store_path()
+            if empty.exists():  # damaged: the next store builds it again
+                empty.unlink()
+        except OSError:
+            pass
+        return False
 
 
 # The runs view a person opens (`autogk ui`): MLflow's shared view state, stored as an experiment tag
