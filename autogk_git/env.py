@@ -136,6 +136,12 @@ def home(environ: Environ | None = None) -> Path:
     return Path(_raw("HOME", environ) or str(Path.home()))
 
 
+def user_cache(environ: Environ | None = None) -> Path:
+    """~/.cache/autogk: what autogk keeps for every project of a user (the reference's records, the empty
+    MLflow store), content-addressed or keyed by version."""
+    return home(environ) / ".cache" / "autogk"
+
+
 @_reads("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET")
 def modal_token_in_environment(environ: Environ | None = None) -> bool:
     """MODAL_TOKEN_ID and MODAL_TOKEN_SECRET: Modal's credentials (secret), both needed; says only whether

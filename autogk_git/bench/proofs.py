@@ -36,7 +36,7 @@ def key(definition: dict[str, Any], workloads: list[dict[str, Any]], fast: str, 
 
 def cache_root(environ=None) -> Path:
     """Where the reference's records are cached for every project of this user (content-addressed)."""
-    return env.home(environ) / ".cache" / "autogk"
+    return env.user_cache(environ)
 
 
 def proof_dir(environ=None) -> Path:

@@ -133,8 +133,8 @@ EMPTY_ROOT = "/autogk-empty-store-artifacts"
 
 
 def empty_store_dir() -> Path:
-    from autogk_git.bench.proofs import cache_root
-    return cache_root() / "mlflow-stores"
+    from autogk_git import env
+    return env.user_cache() / "mlflow-stores"
 
 
 def _empty_store_path() -> Path:
