@@ -17,7 +17,8 @@
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
 #   sa[=S]      the flagship's sparse-attention attempts (benchmarks/flagship/attempt.py as the coding agent)
 #               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt, ncu on each keep
-#               (default 150; ~35 s an experiment, ~17 s a profile, the independent timer's 12 s after)
+#               (default 150; ~35 s an experiment, ~17 s a profile, the independent timer's 12 s after);
+#               SA_GUARD=G in the environment sets the project's [bench] guard for sa and satune (default 0.02)
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
 #               timer after (default 240; ~17 s an experiment on sparse attention, 2026-12-02)
@@ -102,7 +103,9 @@ for step in "$@"; do
       n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
       ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/sa_attempts.txt"
       # the profile on (ncu after each keep, ~17 s): the trunk's figures in the project for the next attempt
-      AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
+      # SA_GUARD=G: the project's [bench] guard (default 0.02), as a user who accepts trades sets it
+      g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
+      env $g AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
         --target $t -n "$n" --max-time $(( lim - 40 )) --grace 20 --timing-budget-s 12 \
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/saproj" --out "$W/sa" \
         > "$W/sa.log" 2>&1
@@ -111,7 +114,8 @@ for step in "$@"; do
     satune)
       lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
-      AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t -n 20 \
+      g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
+      env $g AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t -n 20 \
         --max-time $(( lim - 60 )) --grace 20 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
         > "$W/satune.log" 2>&1
       log satune $?
