@@ -152,8 +152,12 @@ def test_a_workload_slowdown_hidden_by_the_geomean_reverts_and_names_the_workloa
     assert re.search(r"slower than its parent by 1[78]\.\d%", v["reason"]) and "guard of 2%" in v["reason"] and "1 more workload" in v["reason"]
     assert {g["uuid"] for g in v["guard"]} == {ids[9], ids[10]}
     assert len(v["per_workload"]) == 11 and v["worst_ratio"] > 1.15
-    # A generous guard lets the objective decide.
+    # A generous guard lets the objective decide; the reason names the smallest guard that accepts the trade.
     assert PairedRatioRule().decide(b, cfg(guard=0.5))["decision"] == "keep"
+    need = float(re.search(r"`\[bench\] guard` of (\d\.\d+) or more", v["reason"]).group(1))
+    assert 0.16 < need < 0.5 and need >= max(g["upper"] for g in v["guard"]) - 1
+    assert PairedRatioRule().decide(b, cfg(guard=need))["decision"] == "keep"
+    assert PairedRatioRule().decide(b, cfg(guard=need - 0.01))["decision"] == "revert"
 
 
 def test_the_guard_does_not_fire_on_noise_or_within_the_margin():

@@ -341,6 +341,8 @@ class PairedRatioRule:
                       f"{(w['ratio'] - 1) * 100:.1f}% (interval [{w['ci_low']:.4f}, {_fmt(w['ci_high'])}]){others}, "
                       f"beyond the guard of {margin:.0%}; the objective alone said {stats.classify(lo, hi, b.min_effect)} "
                       f"({objective} ratio {ratio:.4f})")
+            if stats.classify(lo, hi, b.min_effect) == stats.KEEP and complete and not missing_reason:
+                reason += _trade([v.get("upper", v["ci_high"]) for v in violations])
         elif not complete:
             decision, outcome = REVERT, "incomplete"
             reason = f"not judged on every workload, so not kept: {line}"
@@ -393,7 +395,8 @@ def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None,
         return "guard", (
             f"workload {name} is slower than its parent by {(w['ratio'] - 1) * 100:.1f}% (interval "
             f"[{w['lower']:.4f}, {_fmt(w['upper'])}] after {w['rounds']} rounds){others}, beyond the guard of "
-            f"{margin:.0%}: more rounds would not make it a keep, so not kept{alone}")
+            f"{margin:.0%}: more rounds would not make it a keep, so not kept{alone}"
+            f"{_trade([b['upper'] for b in blocked]) if all(b['kind'] == 'slower' for b in blocked) else ''}")
     if w["kind"] == "unstable":
         return "unstable", (
             f"unstable on workload {name}: the candidate's time varies {w['spread'] / max(w['parent_spread'], 1e-12):.0f}x "
@@ -405,6 +408,18 @@ def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None,
         f"{1 + margin:.2f}{others}: not shown to be no slower than its parent, so not kept{alone}; more rounds "
         f"can show it (raise [bench] wide_rounds, now {wide_rounds}: the rounds a workload too wide to call "
         "gets once the geomean says keep)")
+
+
+def _trade(uppers: list[float]) -> str:
+    """Where the objective keeps and every workload in the way is shown slower (a trade, not noise), with
+    these upper bounds: the guard a person would set to accept it. An agent cannot set it: an experiment
+    that changes .autogk.toml is invalid (loop/experiment.py)."""
+    ups = [float(u) for u in uppers]
+    if not ups or not all(math.isfinite(u) for u in ups):
+        return ""
+    need = math.ceil((max(ups) - 1) * 1000) / 1000
+    return (f"; a trade: a project that accepts one workload this much slower for the others (its objective "
+            f"is a mean over workloads, say) keeps it with `[bench] guard` of {need:.3f} or more in its .autogk.toml")
 
 
 def _fmt(x: float) -> str:
