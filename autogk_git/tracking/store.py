@@ -128,7 +128,7 @@ def _migrate(path: Path, artifacts: Path | str) -> None:
 
 # The empty store MLflow's migrations made, kept once per MLflow and SQLAlchemy version under the user's
 # cache (~/.cache/autogk/mlflow-stores/), with this stand-in as its default experiment's artifact root;
-# a copy gets the project's own root. 1.4 s of migrations a new store became a copy of ~0.5 MB.
+# a copy gets the project's own root. 1.4 s of migrations a new store became a 3 ms copy of ~1 MB.
 EMPTY_ROOT = "/autogk-empty-store-artifacts"
 
 
