@@ -160,6 +160,16 @@ def test_a_workload_slowdown_hidden_by_the_geomean_reverts_and_names_the_workloa
     assert PairedRatioRule().decide(b, cfg(guard=need - 0.01))["decision"] == "revert"
 
 
+def test_no_guard_is_named_where_a_workload_in_the_way_is_unstable_or_too_wide():
+    from autogk_git.loop.verdict import _trade
+    slower = {"kind": "slower", "upper": 1.125}
+    assert "guard` of 0.125 or more" in _trade([slower])
+    for kind in ("unstable", "wide"):  # more rounds or a steadier kernel settle these, not a larger guard
+        assert _trade([slower, {"kind": kind, "upper": 1.3}]) == ""
+        assert _trade([{"kind": kind, "upper": 1.3}], [{"upper": 1.12}]) == ""
+    assert _trade([{"kind": "slower", "upper": math.inf}]) == ""
+
+
 def test_the_guard_does_not_fire_on_noise_or_within_the_margin():
     ids = wl_ids(11)
     for seed in range(30):  # parent-equal on ten workloads, 1 % slower on one: within the 2 % margin

@@ -342,7 +342,7 @@ class PairedRatioRule:
                       f"beyond the guard of {margin:.0%}; the objective alone said {stats.classify(lo, hi, b.min_effect)} "
                       f"({objective} ratio {ratio:.4f})")
             if stats.classify(lo, hi, b.min_effect) == stats.KEEP and complete and not missing_reason:
-                reason += _trade([v.get("upper", v["ci_high"]) for v in violations])
+                reason += _trade(blocked, violations)
         elif not complete:
             decision, outcome = REVERT, "incomplete"
             reason = f"not judged on every workload, so not kept: {line}"
@@ -395,8 +395,7 @@ def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None,
         return "guard", (
             f"workload {name} is slower than its parent by {(w['ratio'] - 1) * 100:.1f}% (interval "
             f"[{w['lower']:.4f}, {_fmt(w['upper'])}] after {w['rounds']} rounds){others}, beyond the guard of "
-            f"{margin:.0%}: more rounds would not make it a keep, so not kept{alone}"
-            f"{_trade([b['upper'] for b in blocked]) if all(b['kind'] == 'slower' for b in blocked) else ''}")
+            f"{margin:.0%}: more rounds would not make it a keep, so not kept{alone}{_trade(blocked)}")
     if w["kind"] == "unstable":
         return "unstable", (
             f"unstable on workload {name}: the candidate's time varies {w['spread'] / max(w['parent_spread'], 1e-12):.0f}x "
@@ -410,11 +409,14 @@ def _blocked_reason(blocked: list[dict[str, Any]], axes: dict[str, dict] | None,
         "gets once the geomean says keep)")
 
 
-def _trade(uppers: list[float]) -> str:
-    """Where the objective keeps and every workload in the way is shown slower (a trade, not noise), with
-    these upper bounds: the guard a person would set to accept it. An agent cannot set it: an experiment
-    that changes .autogk.toml is invalid (loop/experiment.py)."""
-    ups = [float(u) for u in uppers]
+def _trade(blocked: list[dict[str, Any]], violations: list[dict[str, Any]] = ()) -> str:
+    """Where the objective keeps and every workload in the way (`blocked` by its upper bound, or among the
+    guard's `violations`) is shown slower, a trade and not noise: the guard a person would set to accept
+    it; "" where any is unstable or too wide to call, which no guard settles. An agent cannot set the
+    guard: an experiment that changes .autogk.toml is invalid (loop/experiment.py)."""
+    if any(b["kind"] != "slower" for b in blocked):
+        return ""
+    ups = [float(w["upper"]) for w in [*blocked, *violations]]
     if not ups or not all(math.isfinite(u) for u in ups):
         return ""
     need = math.ceil((max(ups) - 1) * 1000) / 1000
