@@ -100,9 +100,7 @@ def _build_sqlite_store(db: Path, artifacts: Path) -> None:
     `os.link` fails when the name exists, so of two processes building one at once the first's stays.
     The migrations run once per MLflow version for a user: later stores are a copy of that empty one.
     """
-    _drop_left_builds(db)
-    tmp = db.with_name(f".{db.name}.{os.getpid()}{BUILDING}")
-    tmp.unlink(missing_ok=True)
+    tmp = _aside(db)
     try:
         if not _copy_empty_store(tmp, artifacts):
             _migrate(tmp, artifacts)
@@ -114,11 +112,16 @@ def _build_sqlite_store(db: Path, artifacts: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _drop_left_builds(db: Path) -> None:
-    for old in db.parent.glob(f".{db.name}.*{BUILDING}*"):  # left by a killed builder
-        pid = old.name[len(db.name) + 2:].split(".", 1)[0]
+def _aside(path: Path) -> Path:
+    """Where this process builds `path` before moving it into place (.NAME.PID.building, empty), after
+    removing what killed builders left beside it."""
+    for old in path.parent.glob(f".{path.name}.*{BUILDING}*"):
+        pid = old.name[len(path.name) + 2:].split(".", 1)[0]
         if not (pid.isdigit() and pid_alive(int(pid))):
             old.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{BUILDING}")
+    tmp.unlink(missing_ok=True)
+    return tmp
 
 
 def _migrate(path: Path, artifacts: Path | str) -> None:
@@ -128,7 +131,8 @@ def _migrate(path: Path, artifacts: Path | str) -> None:
 
 # The empty store MLflow's migrations made, kept once per MLflow and SQLAlchemy version under the user's
 # cache (~/.cache/autogk/mlflow-stores/), with this stand-in as its default experiment's artifact root;
-# a copy gets the project's own root. 1.4 s of migrations a new store became a 3 ms copy of ~1 MB.
+# a copy gets the project's own root: 0.6-1.4 s of migrations a new store became a 3 ms copy of ~1 MB
+# (benchmarks/store_build.py).
 EMPTY_ROOT = "/autogk-empty-store-artifacts"
 
 
@@ -154,9 +158,7 @@ def _copy_empty_store(dest: Path, artifacts: Path) -> bool:
         empty = _empty_store_path()
         if not empty.exists():
             empty.parent.mkdir(parents=True, exist_ok=True)
-            _drop_left_builds(empty)
-            part = empty.with_name(f".{empty.name}.{os.getpid()}{BUILDING}")
-            part.unlink(missing_ok=True)
+            part = _aside(empty)
             try:
                 _migrate(part, EMPTY_ROOT)
                 os.replace(part, empty)  # whole or absent, as the store itself

@@ -6,8 +6,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from autogk_git.tracking import store
 
 
@@ -64,11 +62,3 @@ def test_a_cache_that_cannot_be_written_still_gives_a_store(tmp_path, own_cache)
     assert usable(db) == ["Default", "autogk/x"]
     assert default_root(db) == f"{tmp_path}/artifacts/0"
 
-
-@pytest.mark.parametrize("stand_in", [store.EMPTY_ROOT])
-def test_the_stand_in_root_never_reaches_a_project(tmp_path, own_cache, stand_in):
-    db = tmp_path / "mlflow.db"
-    store._build_sqlite_store(db, tmp_path / "artifacts")
-    with sqlite3.connect(db) as con:
-        rows = con.execute("SELECT artifact_location FROM experiments").fetchall()
-    assert rows and all(stand_in not in r[0] for r in rows)
