@@ -103,7 +103,9 @@ def experiment_meta(project: Project, sha: str) -> dict[str, Any]:
     info = repo.commit_info(project.root, [sha])[sha]
     tr = repo.trailers(info["body"])
     parents = info["parents"].split()
-    return {"subject": info["subject"], "trailers": tr, "parent": tr.get("Autogk-Parent") or (parents[0] if parents else None),
+    # The parent is the commit's own (its first): a message's `Autogk-Parent:` trailer is text anyone can
+    # write, and would otherwise pick which trunk commit's target judges it (trunk.judge_for checks it).
+    return {"subject": info["subject"], "trailers": tr, "parent": parents[0] if parents else None,
             "date": info["date"]}
 
 
@@ -129,7 +131,7 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     parent = meta["parent"]
     # The target comes from the trunk: definition, workloads, inputs.py and config are the parent's,
     # never the experiment's commit or checkout (record/trunk.py).
-    judge = trunk.judge_for(project, target_name, sha, parent)
+    judge = trunk.judge_for(project, target_name, sha, parent, meta["trailers"].get("Autogk-Parent"))
     target, config = judge.target, judge.config
     backend = get_backend(backend_name or config.bench.backend, config)
     t0 = time.time()
@@ -183,7 +185,8 @@ def recheck(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: dic
     if result["verdict"]["decision"] not in ("keep", "untimed"):
         return
     # The commit's own parent, not the note's: the note is what is being checked.
-    judge = trunk.judge_for(project, exp_ref.target, sha, experiment_meta(project, sha)["parent"])
+    meta = experiment_meta(project, sha)
+    judge = trunk.judge_for(project, exp_ref.target, sha, meta["parent"], meta["trailers"].get("Autogk-Parent"))
     if not judge.invalid:
         return
     result.update(verdict=invalid_verdict(None, judge), offending_files=judge.offending,

@@ -106,7 +106,7 @@ def baseline(project: Project, parent: str) -> str:
     return tip
 
 
-def judge_for(project: Project, target_name: str, sha: str, parent: str | None) -> Judge:
+def judge_for(project: Project, target_name: str, sha: str, parent: str | None, named: str | None = None) -> Judge:
     """Read what judges experiment sha from the trunk, and say whether the experiment is invalid.
 
     The target is the trunk commit it is measured against (`baseline`): its parent on the trunk, or
@@ -114,7 +114,11 @@ def judge_for(project: Project, target_name: str, sha: str, parent: str | None) 
     merge base with the trunk tip) must be an editable one: a node off the trunk that changed
     inputs.py would otherwise hand its children a generator of its own. The trunk named by the
     caller's project is the one meant (the loop's config; a hook's benchmark is re-checked when
-    `autogk iterate` concludes it, in the loop's project)."""
+    `autogk iterate` concludes it, in the loop's project).
+
+    parent is the commit's own first parent; named, its message's `Autogk-Parent:` trailer (the loop
+    writes the parent there). A trailer that names another commit makes it invalid: text in a message
+    does not choose the commit that judges it (an older trunk commit's lax generator, say)."""
     if not parent:
         raise TargetError(f"experiment {sha[:10]} has no parent commit to take its target from",
                           f"branch experiments from the trunk: git checkout -b autogk/{target_name}/NNNN-what {project.trunk}")
@@ -124,6 +128,11 @@ def judge_for(project: Project, target_name: str, sha: str, parent: str | None) 
     judge = Judge(parent, target, cfg, against=against)
     tip = repo.rev(project.root, refs.branch(project.trunk))
     fork = commits.merge_base(project.root, sha, tip) if tip else None
+    if named and named.strip() != parent:
+        judge.reason = (f"its message's Autogk-Parent trailer names {named.strip()[:10]}, but its parent commit is "
+                        f"{parent[:10]}: the commit it branched from judges it, not a line of its message. Commit "
+                        f"the kernel change on a branch of {project.trunk} without that trailer")
+        return judge
     if tip is None or fork is None:
         judge.reason = (f"its parent {parent[:10]} is not on the trunk ({project.trunk}) and shares no history with it: "
                         f"branch from {project.trunk} (or an experiment of it) and commit the kernel change alone")

@@ -141,6 +141,34 @@ def test_an_experiment_branched_from_a_side_commit_is_invalid(project):
     assert rev(project, "main") == trunk and rev(project, ARCHIVE) == sha and "#0001 reverted" in out
 
 
+@pytest.mark.parametrize("trailer", ["old-trunk", "unknown"])
+def test_a_parent_trailer_does_not_choose_the_commit_that_judges(project, trailer):
+    """`Autogk-Parent:` in a hand-written message names an older trunk commit, whose lax generator made
+    the wrong kernel exact (the trunk has fixed it since): the experiment's own parent commit judges, and
+    a trailer that names another commit makes the experiment invalid. The same kernel without the trailer
+    is reverted as incorrect (test_a_wrong_kernel_only_experiment_is_still_reverted)."""
+    (project / T / "inputs.py").write_text(ZERO_BIAS)
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "scale: a generator (every bias zero)")
+    lax = rev(project, "main")
+    (project / T / "inputs.py").write_text(HONEST)
+    git(project, "commit", "-qam", "scale: the generator draws the bias")
+    trunk = rev(project, "main")
+    git(project, "checkout", "-qb", "autogk/scale/0001-skip-the-bias")
+    edit(project, KERNEL, *SKIP_BIAS)
+    named = lax if trailer == "old-trunk" else "0123456789abcdef0123456789abcdef01234567"
+    git(project, "commit", "-qam", "skip the bias", "-m", f"Autogk-Parent: {named}")  # the guard passes
+    sha = rev(project, "HEAD")
+    out = conclude(project)
+    note = notes_json(project, sha)
+    v = note["verdict"]
+    assert v["decision"] == "invalid", v["reason"]
+    assert named[:10] in v["reason"] and trunk[:10] in v["reason"] and "Autogk-Parent" in v["reason"], v
+    assert note["parent"] == trunk and not note["stages"]
+    assert rev(project, "main") == trunk and rev(project, ARCHIVE) == sha and "#0001 reverted" in out
+    assert rev(project, "refs/autogk/untimed/scale/0001") is None and rev(project, "refs/autogk/kept/scale/0001") is None
+
+
 JUDGE_EDITS = {
     "definition.json": (f"{T}/definition.json", '"description": "', '"description": "changed: '),
     "workloads.jsonl": (f"{T}/workloads.jsonl", '"value": 1.5', '"value": 2.5'),
