@@ -2,6 +2,7 @@
 reference's by the output's rule, inputs unchanged; then the calls that catch kernels that remember."""
 from __future__ import annotations
 
+import random
 import threading
 import time
 
@@ -295,7 +296,9 @@ def check_unlisted_shape(run, wl_index: int, wl: dict, job: dict, inputs: Inputs
     """One shape the workloads do not list (stress.unlisted_shape), checked for correctness only."""
     definition = job["definition"]
     listed = job.get("settings", {}).get("listed_axes") or stress.listed_axes(definition, job["workloads"])
-    got = stress.unlisted_shape(definition, wl, wl_index, listed, TARGET)
+    # the value drawn from the job's secret seed: not one a kernel can work out from the listed ones
+    got = stress.unlisted_shape(definition, wl, wl_index, listed, TARGET,
+                                random.Random(trial_seed(job, wl_index, first + 127)))
     if got is None:
         return
     other, what = got

@@ -21,7 +21,10 @@ usual draw's is (the reference itself overflows) is shrunk: the scale range halv
 times, then the set is skipped and the record says why.
 
 Unlisted shapes: for a workload, one var axis (in turn by workload index) moves to a value the
-workloads do not list: between the workload's value and the next listed one, or one past the largest.
+workloads do not list: between the workload's value and the next listed one, or past the largest (up
+to a quarter more). The judge draws that value at random from its secret seed, so a kernel that works
+out the value from the listed ones (and is right there alone) cannot know it; without a draw (the fast
+reference's proof) the midpoint, or one past the largest.
 Checked for correctness only, when every input is drawn by the judge (or the generator opts in with
 `EXTRA_SHAPES = True`), the definition's constraints hold, and it costs no more input elements than
 the largest listed workload (plus a quarter), so the interpreter on a CPU stays fast.
@@ -29,6 +32,7 @@ the largest listed workload (plus a quarter), so the interpreter on a CPU stays 
 from __future__ import annotations
 
 import math
+import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -171,8 +175,10 @@ def constraints_hold(definition: dict, axes: dict) -> bool:
 
 
 def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict[str, list[int]],
-                   module: Any) -> tuple[dict, str] | None:
-    """(a workload with one var axis moved to an unlisted value, its description), or None."""
+                   module: Any, draw: random.Random | None = None) -> tuple[dict, str] | None:
+    """(a workload with one var axis moved to an unlisted value, its description), or None.
+
+    draw: the value is drawn from it (a few tries inside the range, then the fixed candidates)."""
     if any(w.get("type") == "safetensors" for w in workload.get("inputs", {}).values()):
         return None  # a blob's shape is fixed
     if by_generator(module) and not getattr(module, "EXTRA_SHAPES", False):
@@ -188,11 +194,16 @@ def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict
         later = [x for x in values if x > v]
         if later:
             nxt = later[0]
-            cands = [c for c in ((v + nxt) // 2 | 1, (v + nxt) // 2, v + 1) if v < c < nxt and c not in values]
+            lo, hi = v + 1, nxt - 1
+            cands = [(v + nxt) // 2 | 1, (v + nxt) // 2, v + 1]
             why = f"between the listed {v} and {nxt}"
         else:
+            lo, hi = v + 1, max(v + 1, v + v // 4)
             cands = [v + 1]
-            why = f"one past the largest listed, {v}"
+            why = f"past the largest listed, {v}"
+        if draw is not None and hi >= lo:
+            cands = [draw.randint(lo, hi) for _ in range(4)] + cands
+        cands = [c for c in dict.fromkeys(cands) if lo <= c <= hi and c not in values]
         for c in cands:
             new_axes = {**axes, name: c}
             if input_numel(definition, new_axes) <= cap and constraints_hold(definition, new_axes):

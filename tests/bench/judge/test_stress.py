@@ -49,15 +49,22 @@ def test_an_rmsnorm_fitted_to_unit_rows_is_incorrect_on_the_stress_sets_and_the_
         assert "repeat" in fitted["stress"]  # the record says what ran before the failure
     assert "zero_rows" in got["honest"][wls[1]["uuid"]]["stress"]  # three rows: one of them zero
     # batch 3 and the listed 16: the unlisted shape lies between them
-    assert "shape:batch_size=9" in got["honest"][wls[1]["uuid"]]["stress"]
+    (shape,) = [s for s in got["honest"][wls[1]["uuid"]]["stress"] if s.startswith("shape:batch_size=")]
+    assert 3 < int(shape.split("=")[1]) < 16, shape
     assert "scaled_rows" in got["fp16"][wls[1]["uuid"]]["message"]
 
 
 def test_nondeterministic_and_shape_specialised_kernels_are_caught_and_the_honest_one_passes():
     wls = SCALE_WLS[:2]  # n = 100 and 1000; the listed values also hold 50, 333 and 4096
     got = judge(SCALE_DEF, wls, {"honest": cheat("torch_honest"), "noisy": cheat("nondeterministic"),
-                                 "listed": cheat("listed_shapes_only")},
+                                 "listed": cheat("listed_shapes_only"), "knows": cheat("knows_the_judges_shapes")},
                 listed_axes=stress.listed_axes(SCALE_DEF, SCALE_WLS))
+    # Right on every shape a fixed rule would try: the judge draws the unlisted value from its secret
+    # seed (on the old rule both workloads passed; now both pass only when both draws hit one of the
+    # six values it knows: about 3/232 x 3/3095)
+    knows = [got["knows"][w["uuid"]] for w in wls]
+    assert any(k["status"] == "INCORRECT_NUMERICAL" and "on a shape the workloads do not list" in k["message"]
+               for k in knows), knows
     for w in wls:
         honest = got["honest"][w["uuid"]]
         assert honest["status"] == "PASSED" and honest["deterministic"] is True, honest
@@ -67,7 +74,8 @@ def test_nondeterministic_and_shape_specialised_kernels_are_caught_and_the_hones
         listed = got["listed"][w["uuid"]]
         assert listed["status"] == "INCORRECT_NUMERICAL", listed
         assert "on a shape the workloads do not list" in listed["message"] and "NaN" in listed["message"]
-    assert "shape:n=217" in got["honest"][wls[0]["uuid"]]["stress"]  # between 100 and 333, odd
+    (shape,) = [s for s in got["honest"][wls[0]["uuid"]]["stress"] if s.startswith("shape:n=")]
+    assert 100 < int(shape.split("=")[1]) < 333, shape
     assert "between the listed 1000 and 4096" in got["listed"][wls[1]["uuid"]]["message"]
 
 
