@@ -192,6 +192,6 @@ def test_a_candidate_wrong_on_a_screen_workload_stops_the_one_job_there(project)
     assert stage["ab"]["rounds"] == 0 and stage["ab"]["stopped"] == "screen failed"
     assert bench["coverage"]["checked"] == 2
     v = PairedRatioRule().decide(bench, p.config)
-    # n=4096 fails too now (its unlisted shape, 4097, is masked as well): the reason names one of the two.
+    # n=4096 may fail too (its unlisted shape, drawn past 4096, is masked as well): the reason names one of the two.
     assert v["decision"] == "revert" and v["outcome"] == "incorrect", v
     assert "n=50" in v["reason"] or "n=4096" in v["reason"], v

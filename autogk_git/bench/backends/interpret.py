@@ -40,8 +40,9 @@ def light_checks(job: dict[str, Any], limit: int) -> dict[str, str]:
     """{uuid: why} of the job's workloads the judge checks on one N(0,1) set only (checks.check_workload).
 
     The interpreter runs a kernel's programs one after another in Python: a workload's full battery (three
-    fresh sets, the repeat, new values in the same buffers, three stress sets and an unlisted shape: nine
-    calls) took 8 s of README command 1's 15 s an experiment at batch 250 of the bundled RMSNorm. What the
+    fresh sets, the repeat, new values in the same buffers, four stress sets and an unlisted shape: ten
+    calls; nine, with three stress sets, took 8 s of README command 1's 15 s an experiment at batch 250 of
+    the bundled RMSNorm). What the
     extra calls catch (a kernel that remembers, one fitted to N(0,1) values, one specialised to the listed
     shapes) does not need the largest workloads: they run on every workload up to `limit` input elements
     and always on the job's smallest, and a GPU backend runs them on every workload."""

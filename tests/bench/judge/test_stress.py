@@ -54,6 +54,19 @@ def test_an_rmsnorm_fitted_to_unit_rows_is_incorrect_on_the_stress_sets_and_the_
     assert "scaled_rows" in got["fp16"][wls[1]["uuid"]]["message"]
 
 
+def test_an_rmsnorm_that_reads_bf16_as_fp16_is_incorrect_past_fp16s_range():
+    """Right on N(0,1), on rows scaled to 10^3 and on outliers of 300 (the sets before past_fp16 pass it:
+    on the old sets it was held correct); rows past 65504 become inf in fp16."""
+    wls = RMS_WLS[:1]
+    got = judge(RMS_DEF, wls, {"honest": (EXAMPLE / "kernel.py").read_text(), "fp16": cheat("loads_bf16_as_fp16")},
+                listed_axes=stress.listed_axes(RMS_DEF, RMS_WLS))
+    honest, fitted = got["honest"][wls[0]["uuid"]], got["fp16"][wls[0]["uuid"]]
+    assert honest["status"] == "PASSED" and "past_fp16" in honest["stress"], honest
+    assert fitted["status"] == "INCORRECT_NUMERICAL", fitted
+    assert "on stress input set past_fp16" in fitted["message"], fitted["message"]
+    assert {"scaled_rows", "outliers"} <= set(fitted["stress"]), fitted  # passed before it
+
+
 def test_nondeterministic_and_shape_specialised_kernels_are_caught_and_the_honest_one_passes():
     wls = SCALE_WLS[:2]  # n = 100 and 1000; the listed values also hold 50, 333 and 4096
     got = judge(SCALE_DEF, wls, {"honest": cheat("torch_honest"), "noisy": cheat("nondeterministic"),
@@ -88,8 +101,15 @@ def test_stress_leaves_integer_literal_and_generated_inputs_alone():
     base = [torch.randn(6, 8).half(), torch.arange(6, dtype=torch.int32), torch.randn(6, 8)]
     for name in stress.SETS:
         got = stress.stress_set(name, definition, wl, base, 3, None, "cpu")
+        if name == "past_fp16":  # nothing past fp16's range fits an fp16 tensor
+            assert got is None
+            continue
         assert torch.equal(got[1], base[1]) and torch.equal(got[2], base[2])
         assert not torch.equal(got[0], base[0]) and torch.isfinite(got[0]).all()
+    for dtype in (torch.bfloat16, torch.float32):
+        x = stress.stress_set("past_fp16", definition, wl, [base[0].to(dtype), *base[1:]], 3, None, "cpu")[0]
+        assert x.dtype == dtype and torch.isfinite(x).all()
+        assert (x.float().abs() > 65504).float().mean() > 0.5, x  # most values are past fp16's range
     scaled = stress.stress_set("scaled_rows", definition, wl, base, 3, None, "cpu")[0].float()
     rms = scaled.pow(2).mean(-1).sqrt() / base[0].float().pow(2).mean(-1).sqrt()
     assert rms.max() > 100 and rms.min() < 0.01  # the scales span orders of magnitude
@@ -128,7 +148,7 @@ def test_a_targets_own_stress_sets_are_checked_and_named(monkeypatch):
     class Target:
         @staticmethod
         def stress(axes, definition, seed, device):
-            return {"huge_bias": {"bias": torch.full((axes["n"],), 1e6)}}
+            return {"huge_bias": {"bias": torch.full((axes["n"],), 1e8)}}
 
     monkeypatch.setattr(checks, "TARGET", Target)
     wl = SCALE_WLS[0]
@@ -136,8 +156,8 @@ def test_a_targets_own_stress_sets_are_checked_and_named(monkeypatch):
     made = inputs.Inputs(job, "cpu", None)
     ref = inputs.load_reference(SCALE_DEF)
 
-    def drops_large_bias(x, bias, scale, out):  # right while |bias| is small
-        torch.add(x * scale, bias.clamp(-1e5, 1e5), out=out)
+    def drops_large_bias(x, bias, scale, out):  # right while |bias| is under 10^7 (past_fp16 reaches 10^6 x N(0,1))
+        torch.add(x * scale, bias.clamp(-1e7, 1e7), out=out)
 
     ran: dict = {}
     with pytest.raises(checks.KernelFailure, match="on stress input set huge_bias"):
