@@ -31,9 +31,18 @@ class InterpretBackend:
     def run(self, job: dict[str, Any], timeout_s: float,
             on_progress: runner.OnProgress | None = None) -> dict[str, Any]:
         job = dict(job, settings={**job["settings"], **self.settings,
-                                  "light_checks": light_checks(job, self.extra_max_numel)})
+                                  "light_checks": light_checks(job, self.extra_max_numel),
+                                  "unlisted_max_numel": unlisted_cap(job, self.extra_max_numel)})
         env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
         return runner.run_worker(job, env, timeout_s, on_progress=on_progress)
+
+
+def unlisted_cap(job: dict[str, Any], limit: int) -> int:
+    """Input elements an unlisted shape may have here: a quarter more than the extra checks' limit (or the
+    job's smallest workload, which always gets them). The judge's own cap, a quarter more than the largest
+    listed workload, would let a small workload's shape take a large one's pool into the interpreter."""
+    sizes = [numel(job["definition"], w) for w in job["workloads"]] or [0]
+    return int(1.25 * max(limit, min(sizes)))
 
 
 def light_checks(job: dict[str, Any], limit: int) -> dict[str, str]:

@@ -298,7 +298,8 @@ def check_unlisted_shape(run, wl_index: int, wl: dict, job: dict, inputs: Inputs
     listed = job.get("settings", {}).get("listed_axes") or stress.listed_axes(definition, job["workloads"])
     # the value drawn from the job's secret seed: not one a kernel can work out from the listed ones
     got = stress.unlisted_shape(definition, wl, wl_index, listed, TARGET,
-                                random.Random(trial_seed(job, wl_index, first + 127)))
+                                random.Random(trial_seed(job, wl_index, first + 127)),
+                                job.get("settings", {}).get("unlisted_max_numel"))
     if got is None:
         return
     other, what = got

@@ -25,7 +25,9 @@ times, then the set is skipped and the record says why.
 
 Unlisted shapes: for a workload, one var axis (in turn by workload index) moves to a value the
 workloads do not list: between the workload's value and the next listed one, or past the largest (up
-to a quarter more). The judge draws that value at random from its secret seed, so a kernel that works
+to twice it, or a quarter more where twice costs too many elements). The moved workload drops its
+`layout` (a target's per-workload detail, such as the DSA sets' run lengths, made for the listed axes):
+the generator makes the shape from its axes alone. The judge draws that value at random from its secret seed, so a kernel that works
 out the value from the listed ones (and is right there alone) cannot know it; without a draw (the fast
 reference's proof) the midpoint, or one past the largest.
 Checked for correctness only, when every input is drawn by the judge (or the generator opts in with
@@ -34,6 +36,7 @@ the largest listed workload (plus a quarter), so the interpreter on a CPU stays 
 """
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from types import SimpleNamespace
@@ -131,13 +134,18 @@ def stress_set(name: str, definition: dict, workload: dict, base: list, seed: in
 
 def target_sets(definition: dict, workload: dict, base: list, seed: int, module: Any, device: str
                 ) -> dict[str, list]:
-    """The sets the target's inputs.py adds with stress(axes, definition, seed, device)."""
+    """The sets the target's inputs.py adds with stress(axes, definition, seed, device), or with
+    stress(axes, definition, seed, device, usual) where it takes the usual draw ({input name: value}),
+    to make a set from it (the DSA sparse attention's scattered indices keep each row's count)."""
     hook = getattr(module, "stress", None) if module is not None else None
     if not callable(hook):
         return {}
     names = list(definition["inputs"])
+    args = [dict(resolve_axes(definition, workload)), definition, seed, device]
+    if "usual" in inspect.signature(hook).parameters:
+        args.append(dict(zip(names, base)))
     out = {}
-    for set_name, given in (hook(dict(resolve_axes(definition, workload)), definition, seed, device) or {}).items():
+    for set_name, given in (hook(*args) or {}).items():
         unknown = set(given) - set(names)
         if unknown:
             raise ValueError(f"stress() set {set_name!r} names inputs the definition lacks: {sorted(unknown)}")
@@ -186,10 +194,12 @@ def constraints_hold(definition: dict, axes: dict) -> bool:
 
 
 def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict[str, list[int]],
-                   module: Any, draw: random.Random | None = None) -> tuple[dict, str] | None:
+                   module: Any, draw: random.Random | None = None, max_numel: int | None = None
+                   ) -> tuple[dict, str] | None:
     """(a workload with one var axis moved to an unlisted value, its description), or None.
 
-    draw: the value is drawn from it (a few tries inside the range, then the fixed candidates)."""
+    draw: the value is drawn from it (a few tries inside the range, then the fixed candidates).
+    max_numel: a lower cap on its input elements (the interpreter's, backends/interpret.py)."""
     if any(w.get("type") == "safetensors" for w in workload.get("inputs", {}).values()):
         return None  # a blob's shape is fixed
     if by_generator(module) and not getattr(module, "EXTRA_SHAPES", False):
@@ -199,6 +209,8 @@ def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict
     if not var:
         return None
     cap = 1.25 * max(input_numel(definition, {**axes, n: max(listed[n])}) for n in var)
+    if max_numel:
+        cap = min(cap, max_numel)
     for k in range(len(var)):
         name = var[(wl_index + k) % len(var)]
         v, values = int(axes[name]), listed[name]
@@ -209,15 +221,17 @@ def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict
             cands = [(v + nxt) // 2 | 1, (v + nxt) // 2, v + 1]
             why = f"between the listed {v} and {nxt}"
         else:
-            lo, hi = v + 1, max(v + 1, v + v // 4)
+            lo, hi = v + 1, max(v + 1, 2 * v)
             cands = [v + 1]
             why = f"past the largest listed, {v}"
-        if draw is not None and hi >= lo:
-            cands = [draw.randint(lo, hi) for _ in range(4)] + cands
+        if draw is not None and hi >= lo:  # two draws up to hi, two nearer lo (within the cap more often)
+            cands = [draw.randint(lo, h) for h in (hi, hi, min(hi, max(lo, v + v // 4)), lo + (hi - lo) // 4)
+                     ] + cands
         cands = [c for c in dict.fromkeys(cands) if lo <= c <= hi and c not in values]
         for c in cands:
             new_axes = {**axes, name: c}
             if input_numel(definition, new_axes) <= cap and constraints_hold(definition, new_axes):
-                wl = {**workload, "axes": {**workload.get("axes", {}), name: c}}
+                wl = {k: x for k, x in workload.items() if k != "layout"}
+                wl["axes"] = {**workload.get("axes", {}), name: c}
                 return wl, f"{name}={c}, {why}"
     return None

@@ -20,11 +20,14 @@ RMS_DEF = json.loads((EXAMPLE / "definition.json").read_text())
 RMS_WLS = [json.loads(l)["workload"] for l in (EXAMPLE / "workloads.jsonl").read_text().splitlines()]
 SCALE_DEF = json.loads((DATA / "scale" / "definition.json").read_text())
 SCALE_WLS = [json.loads(l)["workload"] for l in (DATA / "scale" / "workloads.jsonl").read_text().splitlines()]
+SA_DIR = REPO / "autogk_git" / "examples" / "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
+IX_DIR = REPO / "autogk_git" / "examples" / "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"
 ENV = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
 
 
-def judge(definition: dict, workloads: list[dict], kernels: dict[str, str], **settings) -> dict:
-    job = {"stage": "quick", "definition": definition, "workloads": workloads, "generator": None,
+def judge(definition: dict, workloads: list[dict], kernels: dict[str, str], generator: str | None = None,
+          **settings) -> dict:
+    job = {"stage": "quick", "definition": definition, "workloads": workloads, "generator": generator,
            "blob_root": ".", "seed": 5, "settings": {"trials": 2, "device": "cpu", **settings},
            "sources": {label: {"kernel.py": src} for label, src in kernels.items()}}
     return runner.run_worker(job, ENV, 300)["labels"]
@@ -166,3 +169,55 @@ def test_a_targets_own_stress_sets_are_checked_and_named(monkeypatch):
     ran = {}
     checks.check_workload(lambda x, b, s, out: torch.add(x * s, b, out=out), 0, wl, job, made, ref, "cpu", ran=ran)
     assert "huge_bias" in ran["stress"]
+
+
+def test_dsa_sparse_attention_fitted_to_the_sets_runs_is_incorrect_on_scattered_indices():
+    """Every workload line's index runs start at a page boundary: a kernel that reads each page's first n
+    slots is exact on all of them (held correct, 23 of 23, before this set). The target's own stress set
+    keeps each row's count and scatters its ids over the pool and the row. (The unlisted shape, now also
+    run, does not catch it on a 24-page pool: every token there selects its whole context.)"""
+    definition = json.loads((SA_DIR / "definition.json").read_text())
+    wls = [json.loads(l)["workload"] for l in (SA_DIR / "workloads.jsonl").read_text().splitlines()]
+    small = [w for w in wls if w["axes"]["num_pages"] == 24][:1]  # 24-page pools: quick on the CPU
+    honest = cheat("attends_page_prefixes").replace(
+        "rows = torch.cat([p * page_size + torch.arange(int(n)) for p, n in zip(pages.tolist(), counts.tolist())])",
+        "rows = ids")
+    got = judge(definition, small, {"honest": honest, "prefix": cheat("attends_page_prefixes")},
+                generator=(SA_DIR / "inputs.py").read_text(), listed_axes=stress.listed_axes(definition, wls))
+    u = small[0]["uuid"]
+    assert got["honest"][u]["status"] == "PASSED", got["honest"][u]
+    assert any(s.startswith("shape:") for s in got["honest"][u]["stress"]), got["honest"][u]
+    assert got["prefix"][u]["status"] == "INCORRECT_NUMERICAL", got["prefix"][u]
+    assert "on stress input set scattered_indices (the target's own)" in got["prefix"][u]["message"], got["prefix"][u]
+    assert "scattered_indices" in got["honest"][u]["stress"], got["honest"][u]
+
+
+def test_dsa_indexer_unlisted_shape_reaches_rows_longer_than_any_listed():
+    """The contest set's longest row is 5806 tokens (91 pages): a kernel that stops scoring past 96 pages
+    (6144 tokens) is right on all of it. The unlisted shape past the largest max_num_pages drops the
+    workload's seq_lens, and the generator's own rule fills the longest row to the table's width."""
+    import random
+
+    import torch
+    definition = json.loads((IX_DIR / "definition.json").read_text())
+    wls = [json.loads(l)["workload"] for l in (IX_DIR / "workloads.jsonl").read_text().splitlines()]
+    listed = stress.listed_axes(definition, wls)
+    i, wl = next((i, w) for i, w in enumerate(wls) if w["axes"]["max_num_pages"] == max(listed["max_num_pages"]))
+    spec = __import__("importlib.util").util.spec_from_file_location("ixgen", IX_DIR / "inputs.py")
+    gen = __import__("importlib.util").util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    pages = []
+    for seed in range(40):
+        # rotate the moved axis onto max_num_pages: the index picks which var axis moves first
+        k = [n for n in listed if n in wl["axes"]].index("max_num_pages")
+        got = stress.unlisted_shape(definition, wl, k, listed, gen, random.Random(seed))
+        assert got is not None and "layout" not in got[0] and got[1].startswith("max_num_pages="), got
+        pages.append(got[0]["axes"]["max_num_pages"])
+    assert sum(p > 96 for p in pages) >= 30, pages  # past 6144 tokens most times, never one fixed value
+    assert len(set(pages)) > 10, pages
+    shape = {**wl, "axes": {**wl["axes"], "max_num_pages": max(pages)}}
+    shape.pop("layout", None)
+    axes = {**{n: a["value"] for n, a in definition["axes"].items() if a.get("type") == "const"}, **shape["axes"]}
+    x = gen.generate(dict(axes), definition, 1, "cpu", workload=shape)
+    assert int(x["seq_lens"].max()) > 96 * 64 >= max(max(w["layout"]["seq_lens"]) for w in wls), x["seq_lens"]
+    assert x["seq_lens"].dtype == torch.int32
