@@ -186,7 +186,7 @@ def generate(axes: dict, definition: dict, seed: int, device: str, workload: dic
 
 
 def stress(axes: dict, definition: dict, seed: int, device: str, usual: dict) -> dict:
-    """One set of the target's own (bench/judge/stress.py runs it after the judge's): `scattered_indices`,
+    """Two sets of the target's own (bench/judge/stress.py runs them after the judge's). `scattered_indices`,
     each token's valid count as in the usual draw, its ids drawn anywhere in the pool's whole blocks
     (distinct, any slot of a page) and placed at random positions of the row, -1 between them. What a
     real indexer hands over; the workload lines' runs start at page boundaries, so a kernel fitted to
@@ -206,7 +206,25 @@ def stress(axes: dict, definition: dict, seed: int, device: str, usual: dict) ->
                 torch.unique(torch.randint(0, rows, (4 * n,), generator=gen))[:n]
             ids = ids[torch.randperm(ids.numel(), generator=gen)]
             out[row, torch.randperm(TOPK, generator=gen)[:ids.numel()]] = ids.to(torch.int32)
-    return {"scattered_indices": {"sparse_indices": out.to(device)}}
+    sets = {"scattered_indices": {"sparse_indices": out.to(device)}}
+    # `ends_peaked`: the usual indices, each token's queries made to pick one entry: heads 0-7 the row's
+    # last valid slot, heads 8-15 its first (the query is that entry's latent row, scaled to a logit near
+    # 24 where the others spread near +-2): a kernel that drops an end of the row (a loop bound one short,
+    # slot 2047 of a full row) is off by the entry's whole weight, where on random queries one entry of
+    # 2048 moves the output by less than the tolerance.
+    ckv = usual["ckv_cache"].reshape(-1, usual["ckv_cache"].shape[-1]).float()
+    q = usual["q_nope"].float().clone()
+    heads = q.shape[1]
+    pos = torch.arange(idx.shape[1], device=idx.device)
+    for row in range(t):
+        valid = pos[idx[row] >= 0]
+        if valid.numel() == 0:
+            continue
+        for h in range(heads):
+            r = ckv[int(idx[row, int(valid[-1] if h < heads // 2 else valid[0])])]
+            q[row, h] = r * (24.0 / (float(usual["sm_scale"]) * float(r.pow(2).sum().clamp_min(1e-6))))
+    sets["ends_peaked"] = {"q_nope": q.to(usual["q_nope"].dtype)}
+    return sets
 
 
 def floor(inputs: dict, axes: dict, definition: dict) -> dict:

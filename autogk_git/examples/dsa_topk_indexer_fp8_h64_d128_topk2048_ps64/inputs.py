@@ -140,6 +140,32 @@ def generate(axes: dict, definition: dict, seed: int, device: str, workload: dic
             "seq_lens": seq_lens, "block_table": table}
 
 
+def stress(axes: dict, definition: dict, seed: int, device: str, usual: dict) -> dict:
+    """A set of the target's own (bench/judge/stress.py runs it after the judge's): `last_token_tops`, the
+    usual draw with each row of more than 2048 tokens given its top-scoring key again at its last token,
+    scale doubled (the row's top score, doubled, and alone: the top-1 of the set). A kernel one short at
+    the end of a row (never scoring token seq_len - 1) misses it; on the usual draws that token ranks
+    anywhere, and below the boundary it only shifts the ranks by one, inside the tie band."""
+    lens, table = usual["seq_lens"].to(torch.int64), usual["block_table"].to(torch.int64)
+    long_rows = [r for r in range(int(lens.numel())) if int(lens[r]) > TOPK]
+    if not long_rows:
+        return {}
+    cache = usual["k_index_cache_fp8"].clone()
+    flat = cache.view(torch.uint8).reshape(cache.shape[0], PAGE * (DIM + 4))
+    for r in long_rows:
+        s = row_scores(usual, axes, range(r, r + 1))[0]
+        top = int(torch.argmax(s))
+        if not float(s[top]) > 0:
+            continue  # doubling a key's scale raises only a positive score
+        pos = int(lens[r]) - 1
+        last = int(table[r, pos // PAGE]) * PAGE + pos % PAGE
+        (tp, ts), (lp, ls) = divmod(top, PAGE), divmod(last, PAGE)
+        flat[lp, ls * DIM:(ls + 1) * DIM] = flat[tp, ts * DIM:(ts + 1) * DIM]
+        scale = flat[tp, PAGE * DIM + 4 * ts:PAGE * DIM + 4 * ts + 4].clone().view(torch.float32) * 2
+        flat[lp, PAGE * DIM + 4 * ls:PAGE * DIM + 4 * ls + 4] = scale.view(torch.uint8)
+    return {"last_token_tops": {"k_index_cache_fp8": cache}}
+
+
 def row_scores(inputs: dict, axes: dict, rows: range) -> torch.Tensor:
     """[len(rows), num_pages * 64] float32: each token id's score for each row, -inf where unreachable.
 

@@ -182,14 +182,46 @@ def test_dsa_sparse_attention_fitted_to_the_sets_runs_is_incorrect_on_scattered_
     honest = cheat("attends_page_prefixes").replace(
         "rows = torch.cat([p * page_size + torch.arange(int(n)) for p, n in zip(pages.tolist(), counts.tolist())])",
         "rows = ids")
+    # One short at the end of the row (a loop bound of n - 1): its last entry is one of a row's many, whose
+    # weight on random queries is under the tolerance; `ends_peaked` puts half the heads' weight on it.
+    one_short = honest.replace("        ids = ids[ids >= 0]\n", "        ids = ids[ids >= 0]\n        ids = ids[:-1] if ids.numel() > 1 else ids\n")
+    assert one_short != honest
     got = judge(definition, small, {"honest": honest, "prefix": cheat("attends_page_prefixes")},
                 generator=(SA_DIR / "inputs.py").read_text(), listed_axes=stress.listed_axes(definition, wls))
     u = small[0]["uuid"]
     assert got["honest"][u]["status"] == "PASSED", got["honest"][u]
     assert any(s.startswith("shape:") for s in got["honest"][u]["stress"]), got["honest"][u]
+    assert {"scattered_indices", "ends_peaked"} <= set(got["honest"][u]["stress"]), got["honest"][u]
     assert got["prefix"][u]["status"] == "INCORRECT_NUMERICAL", got["prefix"][u]
     assert "on stress input set scattered_indices (the target's own)" in got["prefix"][u]["message"], got["prefix"][u]
-    assert "scattered_indices" in got["honest"][u]["stress"], got["honest"][u]
+    # One short at the end of its row, on a token of ~1,500 entries (the axes' own rule, 24 pages): on the
+    # usual draws the dropped entry weighs what one of many does (it passed 4 of 6 input sets on a full row,
+    # 2026-12-06), on `ends_peaked` half the heads' weight is on it.
+    import importlib.util
+
+    import torch
+    spec = importlib.util.spec_from_file_location("sagen", SA_DIR / "inputs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    ns: dict = {}
+    exec(definition["reference"], ns)
+    ns_short: dict = {}
+    exec(one_short, ns_short)
+    axes = {**{n: a["value"] for n, a in definition["axes"].items() if a.get("type") == "const"},
+            "num_tokens": 1, "num_pages": 24}
+    x = gen.generate(dict(axes), definition, 3, "cpu")
+    names = list(definition["inputs"])
+
+    def error(values: dict) -> float:
+        args = [values[n] for n in names]
+        want, _ = ns["run"](*args)
+        out, lse = torch.empty_like(want), torch.empty(want.shape[:2])
+        ns_short["run"](*args, out, lse)
+        return float((out.float() - want.float()).abs().max())
+
+    assert int((x["sparse_indices"] >= 0).sum()) > 1000
+    peaked = gen.stress(axes, definition, 3, "cpu", x)["ends_peaked"]
+    assert error({**x, **peaked}) > 0.5 > 0.1 > error(x) / 2, (error(x), error({**x, **peaked}))
 
 
 def test_dsa_indexer_unlisted_shape_reaches_rows_longer_than_any_listed():
@@ -221,3 +253,32 @@ def test_dsa_indexer_unlisted_shape_reaches_rows_longer_than_any_listed():
     x = gen.generate(dict(axes), definition, 1, "cpu", workload=shape)
     assert int(x["seq_lens"].max()) > 96 * 64 >= max(max(w["layout"]["seq_lens"]) for w in wls), x["seq_lens"]
     assert x["seq_lens"].dtype == torch.int32
+
+
+def test_dsa_indexer_one_short_at_the_end_of_a_row_is_incorrect_on_last_token_tops():
+    """An indexer that never scores a row's last token passed most usual input sets (the helper's run,
+    2026-12-06: 6 of 8 seeds): the token ranks anywhere. The target's own set puts the row's top score,
+    doubled, on its last token: the top-1 of the set, which no tie band excuses."""
+    definition = json.loads((IX_DIR / "definition.json").read_text())
+    wls = [json.loads(l)["workload"] for l in (IX_DIR / "workloads.jsonl").read_text().splitlines()]
+    rows = [{"uuid": "00000000-0000-4000-8000-0000000000f2", "axes": {"batch_size": 2, "max_num_pages": 48,
+             "num_pages": 96}, "layout": {"seq_lens": [3000, 500]}}]
+    honest = cheat("skips_the_last_token").replace("            ids = ids[:-1]  # the bug\n", "")
+    assert honest != cheat("skips_the_last_token")
+    got = judge(definition, rows, {"honest": honest, "short": cheat("skips_the_last_token")},
+                generator=(IX_DIR / "inputs.py").read_text(), listed_axes=stress.listed_axes(definition, wls))
+    u = rows[0]["uuid"]
+    assert got["honest"][u]["status"] == "PASSED" and "last_token_tops" in got["honest"][u]["stress"], got["honest"][u]
+    assert got["short"][u]["status"] == "INCORRECT_NUMERICAL", got["short"][u]
+    # whichever set caught it first: on the set itself the last token is the row's unique top
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ixgen2", IX_DIR / "inputs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    axes = {**{n: a["value"] for n, a in definition["axes"].items() if a.get("type") == "const"}, **rows[0]["axes"]}
+    x = gen.generate(dict(axes), definition, 4, "cpu", workload=rows[0])
+    x = {**x, **gen.stress(axes, definition, 4, "cpu", x)["last_token_tops"]}
+    s = gen.row_scores(x, axes, range(0, 1))[0]
+    last = int(x["block_table"][0, 2999 // 64]) * 64 + 2999 % 64
+    top2 = s.topk(2).indices.tolist()
+    assert top2[0] == last and float(s[top2[0]]) > 1.5 * float(s[top2[1]]), (top2, last)
