@@ -127,7 +127,8 @@ def tolerance(name: str, out: torch.Tensor, ref: torch.Tensor, atol: float, rtol
                        "(not written, or computed as NaN)")
     both = torch.isfinite(r)
     diff = (o - r).abs()
-    diff = torch.where(both, diff, torch.where(o == r, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
+    same = (o == r) | (torch.isnan(o) & torch.isnan(r))  # an infinity matched, or NaN where the reference's is
+    diff = torch.where(both, diff, torch.where(same, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
     rel = diff / r.abs().clamp_min(1e-12)
     r_abs = r.abs().nan_to_num(0.0)
     limit = atol + rtol * r_abs

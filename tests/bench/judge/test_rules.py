@@ -106,3 +106,17 @@ def test_undeclared_outputs_go_by_dtype():
     with pytest.raises(rules.Mismatch) as e:
         rules.judge("i", "int32", torch.tensor([1, 2]), torch.tensor([1, 2, 3]))
     assert e.value.status == "INCORRECT_SHAPE"
+
+
+def test_tolerance_takes_nan_only_where_the_reference_has_it():
+    """As its docstring says (it failed NaN matching NaN: NaN == NaN is false, so the difference was inf)."""
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    rules.tolerance("o", ref.clone(), ref, 1e-3, 1e-3)
+    for i in range(4):  # a NaN or a finite value where the reference holds something else
+        for bad in (float("nan"), 0.5):
+            out = ref.clone()
+            out[i] = bad
+            if torch.isnan(ref[i]) and bad != bad:
+                continue
+            with pytest.raises(rules.Mismatch):
+                rules.tolerance("o", out, ref, 1e-3, 1e-3)
