@@ -9,9 +9,12 @@ caught by input sets whose values a model does produce:
                   weight, a bias) scaled up by one 10**e, e in [0, 3]
     outliers      N(0,1) with one large value (+-300) in about one row in eight, at least one
     zero_rows     a quarter of the rows all zero (tensors of two rows or more)
-    past_fp16     every row scaled by 10**e, e in [5, 6]: values past fp16's largest (65504), for
-                  tensors whose dtype holds them (bf16, fp32): a kernel that loads bf16 as fp16, or
-                  keeps a value in fp16 on the way, gives inf or NaN there and is right below it
+    past_fp16     bf16 tensors only, every row scaled by 10**e, e in [4.85, 5.15]: about half the values
+                  past fp16's largest (65504): a kernel that loads bf16 as fp16, or keeps a value in
+                  fp16 on the way, gives inf or NaN there and is right below it. Not on fp32 tensors:
+                  there an honest kernel's own rounding at 10^5-10^6 (an FMA where the reference
+                  multiplies, then adds) is past an fp32 output's tolerance wherever terms cancel
+                  (the H100, 2026-12-06: five honest GPU tests of an fp32 x * scale + bias failed it)
 
 Only tensors the judge draws itself are changed: a workload's literal or blob, and what the target's
 generator makes, are the target's own valid data (indices, packed caches); a generator opts its float
@@ -52,9 +55,8 @@ WHAT = {
     "scaled_rows": "rows scaled by 10^-3..10^3",
     "outliers": "a few values of +-300",
     "zero_rows": "a quarter of the rows zero",
-    "past_fp16": "rows scaled by 10^5..10^6, past fp16's range",
+    "past_fp16": "bf16 rows scaled by 10^4.85..10^5.15, past fp16's range",
 }
-FP16_MAX = 65504.0
 SCALE_EXP = 3.0
 OUTLIER = 300.0
 SHRINKS = 3
@@ -91,10 +93,10 @@ def _stressed(name: str, t: torch.Tensor, gen: torch.Generator, exp: float) -> t
             return None
         x[torch.randperm(n_rows, generator=gen, device=dev)[:max(1, n_rows // 4)].to(x.device)] = 0.0
     elif name == "past_fp16":
-        # e in [5/3, 2] x exp: [5, 6] at first, lower as the range shrinks where the reference overflows
-        if torch.finfo(t.dtype).max / HEADROOM <= 10 * FP16_MAX:
-            return None  # fp16 itself (or narrower): nothing past its range to hold
-        e = (5.0 + torch.rand(n_rows, generator=gen, device=dev)) * exp / 3.0
+        # e in [4.85, 5.15] x exp / 3, lower as the range shrinks where the reference overflows
+        if t.dtype != torch.bfloat16:
+            return None  # fp16 holds nothing past its range; fp32's own rounding there is the kernel's
+        e = (4.85 + 0.3 * torch.rand(n_rows, generator=gen, device=dev)) * exp / 3.0
         x *= (10.0 ** e).to(x.device)[:, None]
     limit = torch.finfo(t.dtype).max / HEADROOM
     return x.clamp(-limit, limit).reshape(t.shape).to(t.dtype)

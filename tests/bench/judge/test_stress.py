@@ -109,10 +109,11 @@ def test_stress_leaves_integer_literal_and_generated_inputs_alone():
             continue
         assert torch.equal(got[1], base[1]) and torch.equal(got[2], base[2])
         assert not torch.equal(got[0], base[0]) and torch.isfinite(got[0]).all()
-    for dtype in (torch.bfloat16, torch.float32):
-        x = stress.stress_set("past_fp16", definition, wl, [base[0].to(dtype), *base[1:]], 3, None, "cpu")[0]
-        assert x.dtype == dtype and torch.isfinite(x).all()
-        assert (x.float().abs() > 65504).float().mean() > 0.5, x  # most values are past fp16's range
+    x = stress.stress_set("past_fp16", definition, wl, [base[0].to(torch.bfloat16), *base[1:]], 3, None, "cpu")[0]
+    assert x.dtype == torch.bfloat16 and torch.isfinite(x).all()
+    assert (x.float().abs() > 65504).float().mean() > 0.25, x  # many values past fp16's range
+    # not on fp32: an honest kernel's own rounding there fails an fp32 output's tolerance (the H100, 2026-12-06)
+    assert stress.stress_set("past_fp16", definition, wl, [base[0].float(), *base[1:]], 3, None, "cpu") is None
     scaled = stress.stress_set("scaled_rows", definition, wl, base, 3, None, "cpu")[0].float()
     rms = scaled.pow(2).mean(-1).sqrt() / base[0].float().pow(2).mean(-1).sqrt()
     assert rms.max() > 100 and rms.min() < 0.01  # the scales span orders of magnitude
@@ -151,7 +152,7 @@ def test_a_targets_own_stress_sets_are_checked_and_named(monkeypatch):
     class Target:
         @staticmethod
         def stress(axes, definition, seed, device):
-            return {"huge_bias": {"bias": torch.full((axes["n"],), 1e8)}}
+            return {"huge_bias": {"bias": torch.full((axes["n"],), 1e6)}}
 
     monkeypatch.setattr(checks, "TARGET", Target)
     wl = SCALE_WLS[0]
@@ -159,8 +160,8 @@ def test_a_targets_own_stress_sets_are_checked_and_named(monkeypatch):
     made = inputs.Inputs(job, "cpu", None)
     ref = inputs.load_reference(SCALE_DEF)
 
-    def drops_large_bias(x, bias, scale, out):  # right while |bias| is under 10^7 (past_fp16 reaches 10^6 x N(0,1))
-        torch.add(x * scale, bias.clamp(-1e7, 1e7), out=out)
+    def drops_large_bias(x, bias, scale, out):  # right while |bias| is small
+        torch.add(x * scale, bias.clamp(-1e5, 1e5), out=out)
 
     ran: dict = {}
     with pytest.raises(checks.KernelFailure, match="on stress input set huge_bias"):
