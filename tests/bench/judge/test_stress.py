@@ -229,6 +229,7 @@ def test_dsa_indexer_unlisted_shape_reaches_rows_longer_than_any_listed():
     """The contest set's longest row is 5806 tokens (91 pages): a kernel that stops scoring past 96 pages
     (6144 tokens) is right on all of it. The unlisted shape past the largest max_num_pages drops the
     workload's seq_lens, and the generator's own rule fills the longest row to the table's width."""
+    import importlib.util
     import random
 
     import torch
@@ -236,8 +237,8 @@ def test_dsa_indexer_unlisted_shape_reaches_rows_longer_than_any_listed():
     wls = [json.loads(l)["workload"] for l in (IX_DIR / "workloads.jsonl").read_text().splitlines()]
     listed = stress.listed_axes(definition, wls)
     i, wl = next((i, w) for i, w in enumerate(wls) if w["axes"]["max_num_pages"] == max(listed["max_num_pages"]))
-    spec = __import__("importlib.util").util.spec_from_file_location("ixgen", IX_DIR / "inputs.py")
-    gen = __import__("importlib.util").util.module_from_spec(spec)
+    spec = importlib.util.spec_from_file_location("ixgen", IX_DIR / "inputs.py")
+    gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     pages = []
     for seed in range(40):
