@@ -10,8 +10,9 @@ It is trusted only once proven: both references run on the real inputs of every 
 sets from the target's generator or random data, the judge's stress sets, an unlisted shape by the
 judge's rule: its midpoint, where the judge draws its own from a secret seed) and the fast one's outputs
 must pass the target's own compare rules against the definition's (inputs.py's COMPARE, else by dtype,
-bench/judge/rules.py), with the same shapes and dtypes. The proof runs in a process of its own, on the GPU when this machine has one; on the CPU, a
-workload above the size limit is skipped as the interpret backend skips it, and the record says so.
+bench/judge/rules.py), with the same shapes and dtypes. The proof runs in a process of its own, on the
+GPU when this machine has one; on the CPU, a workload above the size limit is skipped as the interpret
+backend skips it, and the record says so.
 
 The record (read back by bench/proofs.py) is cached by the content hash of the definition, reference.py, the workloads and inputs.py
 (any change to one proves again), under ~/.cache/autogk/reference-proofs: content-addressed, so any
