@@ -69,6 +69,39 @@ def test_the_tuner_does_not_count_a_revert_that_measured_nothing_as_tried(tmp_pa
     assert not prop.changed and prop.hypothesis == "tuning exhausted"
 
 
+def test_the_tuner_tries_moves_no_trunk_measured_before_those_that_lost_from_an_earlier_one(tmp_path):
+    # The flagship's tuner run (sparse attention, an H100, 2026-12-06): after a keep changed one parameter,
+    # the tuner went back to the nearest moves of the others, every one already measured from the trunk
+    # before and lost by 4-25 %, before the untried move that was then kept.
+    src = ("BLOCK_N = 64  # autogk: tune [32, 64, 128]\nSTAGES = 2  # autogk: tune [1, 2, 3]\n"
+           "MERGE_D = 256  # autogk: tune [128, 256, 512]\nMERGE_H = 2  # autogk: tune [1, 2, 4]\n")
+    old = {"BLOCK_N": 64, "STAGES": 2, "MERGE_D": 128, "MERGE_H": 2}
+    now = dict(old, MERGE_D=256)
+
+    def res(n, parent, ratio, decision="revert", **change):
+        return {"experiment": n, "parent_tunables": parent, "tunables": dict(parent, **change),
+                "stages": {"quick": {}}, "checked_workloads": ["u"], "correct": True,
+                "verdict": {"decision": decision, "ratio": ratio}}
+    history = [res(1, old, 1.22, BLOCK_N=128), res(2, old, 1.009, STAGES=3), res(3, old, 1.007, MERGE_H=4),
+               res(4, old, 0.97, "keep", MERGE_D=256), res(5, old, 1.04, BLOCK_N=32),
+               res(6, old, 1.09, STAGES=1)]
+    order = []
+    for n in range(7):
+        prop = _tune(tmp_path, src, history)
+        assert prop.changed
+        order.append(prop.hypothesis.removeprefix("tune: "))
+        name, change = order[-1].split(" ", 1)
+        value = int(change.split(" -> ")[1])
+        history.append(res(7 + n, now, 1.5, **{name: value}))
+    # never measured first (nearest first among them), then the rest by the ratio they had
+    assert order[:2] == ["MERGE_D 256 -> 512", "MERGE_H 2 -> 1"], order
+    assert order[2:7] == ["MERGE_H 2 -> 4", "STAGES 2 -> 3", "BLOCK_N 64 -> 32", "STAGES 2 -> 1",
+                          "BLOCK_N 64 -> 128"], order
+    first_retry = _tune(tmp_path, src, history[:8])
+    assert first_retry.hypothesis == "tune: MERGE_H 2 -> 4"
+    assert "experiment 3" in first_retry.rationale and "1.0070" in first_retry.rationale, first_retry.rationale
+
+
 def test_the_repeat_check_does_not_count_a_revert_that_measured_nothing(project):
     from autogk_git.git import repo
     from autogk_git.record import kernels
