@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 from autogk_git.bench import runner  # noqa: E402
 from autogk_git.bench.judge import hygiene  # noqa: E402
+from autogk_git.bench.judge.clock import INTERFERED_WINDOWS  # noqa: E402
 from autogk_git.bench.judge.status import Status  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -114,7 +115,11 @@ def test_an_honest_pair_agrees_with_cupti_and_with_itself():
     out = ab("torch_honest", "torch_honest", SIZES)
     for w, c in zip(SIZES, show("A/A", out, SIZES)):
         assert c["status"] == Status.PASSED and c.get("witness_latency_us"), c
-        assert not c.get("interfered_parent") and not c.get("interfered_candidate"), c
+        # Under the judge's own rule: a label's windows seen after another context's work in fewer than
+        # INTERFERED_WINDOWS rounds. One such window came on an honest pair (an H100, 2026-12-06: the first
+        # workload, one of the parent's six), with both figures within 1 % of each other.
+        assert c.get("interfered_parent", 0) < INTERFERED_WINDOWS, c
+        assert c.get("interfered_candidate", 0) < INTERFERED_WINDOWS, c
         if c["latency_us"] >= 10:  # within 5 % of CUPTI from 10 us up
             # The clock net of each label's own flushes (the windows hold one per call, each process
             # flushing its own buffer at its own pace), against the same rounds' CUPTI figures (per-round
