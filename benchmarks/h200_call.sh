@@ -26,8 +26,10 @@
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
 #               78 s on an H100, 2026-12-05)
-#   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left); AA_PROCS=N in
-#               the environment runs N at once on the GPU (a count of false keeps, not a time a comparison)
+#   aa[=S]      benchmarks/aa_full.py A/A one comparison at a time (default: what is left; ~8.4 s a comparison
+#               on an H100, 2026-12-06); AA_PROCS=N in the environment runs N at once on the GPU, where the
+#               judge's clock sees the others' work: 84 of 132 ended TAMPERED or harness error at N=4, so it
+#               is no A/A of the rule (only those that reach it count)
 #   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
 #   parallel[=S] benchmarks/parallel_throughput.py --k 1,2 -n 8 on PAR_TARGET (default rmsnorm_h4096): experiments
 #               an hour and each experiment's phases (on one GPU K=2 takes turns on it: the phases, not
