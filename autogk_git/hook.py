@@ -16,6 +16,7 @@ from autogk_git.record import refs
 from autogk_git.errors import AutogkError
 from autogk_git.git import index, repo
 from autogk_git.loop.background import pid_file, running_bench_pid
+from autogk_git.procs import module_command
 
 def _experiment_branch() -> refs.ExperimentRef | None:
     head = repo.head_ref(None, inherit=True)
@@ -62,7 +63,7 @@ def post_commit() -> int:
     log = project.state_dir / "logs" / f"{exp.target}-{exp.number:04d}-{sha[:10]}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "autogk_git.hook", "bench", sha, exp.branch, str(project.root)],
+        proc = subprocess.Popen(module_command("autogk_git.hook", "bench", sha, exp.branch, str(project.root)),
                                 cwd=str(project.root), stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     pid_file(project.state_dir, sha).write_text(str(proc.pid))

@@ -3,6 +3,20 @@ it ships beside the worker and imports only the standard library)."""
 from __future__ import annotations
 
 import os
+import sys
+
+# `python -m MODULE` puts the current folder first on sys.path, so a folder named `autogk_git` in a checkout
+# (an experiment's commit, or a file an agent left there) would run in autogk's place: git runs hooks from
+# the checkout's top folder, and bisect steps in a worktree of experiment commits. This boot takes that
+# entry out (unless Python already left it out: -P, PYTHONSAFEPATH), then runs the module as -m would; its
+# arguments are the module's name and the module's own (Python 3.10 has no -P).
+SAFE_BOOT = ('import runpy, sys; getattr(sys.flags, "safe_path", False) or sys.path.pop(0); '
+             'runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)')
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """`python -m module args` with this interpreter, without the current folder on sys.path (SAFE_BOOT)."""
+    return [sys.executable, "-c", SAFE_BOOT, module, *args]
 
 
 def pid_alive(pid: int) -> bool:

@@ -84,3 +84,36 @@ def test_notes_follow_amend(project):
     # read, whatever the stale copy beside it.
     fresh = notes_json(project, new)
     assert fresh["commit"] == new and fresh["stages"] and fresh["verdict"]["decision"] == "keep"
+
+
+def test_a_folder_named_autogk_git_in_the_checkout_does_not_run_as_the_hook(project, tmp_path):
+    # A red-team plant (2026-12-06): git runs hooks from the checkout's top folder, and `python -m` put that
+    # folder first on sys.path, so an experiment that added autogk_git/hook.py ran its own code as both
+    # hooks (no --no-verify needed: pre-commit already saw the working tree) and forged a keep.
+    marker = tmp_path / "planted-hook-ran"
+    git(project, "checkout", "-qb", "autogk/scale/0001-skip-bias")
+    k = project / "kernels" / "scale" / "kernel.py"
+    k.write_text(k.read_text().replace("BLOCK = 64", "BLOCK = 32"))
+    fake = project / "autogk_git"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "hook.py").write_text(f"open({str(marker)!r}, 'a').write('ran')\n")
+    subprocess.run(["git", "commit", "-qam", "smaller block"], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_BENCH_HOOK_MODE": "background"})
+    assert not marker.exists()
+    sha = git(project, "rev-parse", "HEAD").strip()
+    assert (project / ".git" / "autogk" / "bench" / f"{sha}.pid").exists()  # autogk's own hook ran
+    # The background benchmark starts in the same folder: autogk's, too.
+    out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert "#0001 kept: merged into main" in out and not marker.exists()
+
+
+def test_doctor_names_hook_shims_from_an_older_template(project):
+    hook = project / ".git" / "hooks" / "post-commit"
+    hook.write_text(hook.read_text().replace("-c '", "-X utf8 -c '"))  # any older text of ours
+    out = json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)
+    assert out["project"]["hooks"]["post-commit"] == "outdated", out["project"]["hooks"]
+    assert any("autogk hooks install" in w and "older autogk" in w for w in out["warnings"]), out["warnings"]
+    autogk_in(project, "hooks", "install")
+    assert json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)["project"]["hooks"] == \
+        {"post-commit": "installed", "pre-commit": "installed"}

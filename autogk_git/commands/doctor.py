@@ -151,6 +151,11 @@ def checks() -> dict[str, Any]:
                 out["warnings"].append(override)
             elif "missing" in out["project"]["hooks"].values():
                 out["warnings"].append(HOOKS_WARNING)
+            if "outdated" in out["project"]["hooks"].values():
+                out["warnings"].append("autogk's hook shims here are from an older autogk, which started Python "
+                                       "with the checkout's top folder first on its path (a folder named "
+                                       "autogk_git there would run as the hook): run `autogk hooks install` "
+                                       "to update them")
             from autogk_git.record import sharing
             bare = [r for r in sharing.remotes(project.root) if not sharing.is_setup(project.root, r)]
             out["project"]["remotes_without_notes"] = bare
@@ -239,8 +244,8 @@ def doctor(as_json) -> int:
         click.echo(line)
     p = info.get("project")
     if p:
-        missing = [h for h, state in p["hooks"].items() if state != "installed"]
-        hooks = "installed" if not missing else f"not installed ({', '.join(missing)})"
+        missing = [f"{h} {state}" for h, state in p["hooks"].items() if state != "installed"]
+        hooks = "installed" if not missing else f"not all current ({', '.join(missing)})"
         click.echo(f"project {p['root']}")
         click.echo(f"  trunk {p['trunk']}, backend {p['backend']}, hooks {hooks}")
         click.echo(f"  MLflow store: {p['tracking_uri']}")

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from importlib import resources
 from pathlib import Path
 
 from autogk_git.errors import AutogkError
+from autogk_git.procs import SAFE_BOOT
 from autogk_git.git import settings
 from autogk_git.git.worktrees import common_dir, hooks_dir
 from autogk_git.git.run import git, git_ok
@@ -18,9 +20,17 @@ MARKER = "autogk-hook v1"
 CHAINED = ".autogk-chained"
 
 
-def shim_text(name: str) -> str:
+def shim_text(name: str, python: str | None = None) -> str:
     """The one hook template, for either hook: the shim finds its own name at run time."""
-    return resources.files("autogk_git.resources").joinpath("hook.sh").read_text().replace("@PYTHON@", sys.executable)
+    return (resources.files("autogk_git.resources").joinpath("hook.sh").read_text()
+            .replace("@PYTHON@", python or sys.executable).replace("@BOOT@", SAFE_BOOT))
+
+
+def is_current(path: Path) -> bool:
+    """An autogk shim written from today's template (by whichever Python installed it)."""
+    text = path.read_text(errors="replace")
+    found = re.search(r'exec "([^"]*)"', text)
+    return bool(found) and text == shim_text(path.name, found.group(1))
 
 
 def is_ours(path: Path) -> bool:
@@ -101,5 +111,8 @@ def uninstall(root: Path) -> list[str]:
 
 
 def status(root: Path) -> dict[str, str]:
+    """Per hook: installed, outdated (autogk's, from an older template: `autogk hooks install` updates it)
+    or missing."""
     d = hooks_dir(root)
-    return {name: ("installed" if is_ours(d / name) else "missing") for name in HOOKS}
+    return {name: ("missing" if not is_ours(d / name) else "installed" if is_current(d / name) else "outdated")
+            for name in HOOKS}

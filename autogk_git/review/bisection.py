@@ -29,6 +29,7 @@ from autogk_git.record import kernels, ledger, notes, refs
 from autogk_git.record.results import build_result
 from autogk_git.errors import AutogkError
 from autogk_git.git import commits, merges, repo, worktrees
+from autogk_git.procs import module_command
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 Say = Callable[[str], None]
@@ -287,8 +288,8 @@ def run(project, good: str, bad: str, target: str, workload: str | None, thresho
         wt = Path(tmp) / "wt"
         worktrees.add_worktree(root, wt, b, detach=True)
         try:
-            proc = merges.bisect_first_parent(wt, b, g, sys.executable, "-m", "autogk_git.review.bisection", "step",
-                                              str(state_path))
+            proc = merges.bisect_first_parent(wt, b, g, *module_command("autogk_git.review.bisection", "step",
+                                                                       str(state_path)))
             out = proc.stdout + proc.stderr
             for ln in out.splitlines():
                 if ln.startswith("autogk bisect:"):
