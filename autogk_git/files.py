@@ -76,3 +76,9 @@ def is_regular(path: Path) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
+
+
+def safe_repo_path(path: str) -> bool:
+    """A repository path a checkout can hold: relative, with no empty, `.` or `..` part (git's plumbing
+    can write trees that hold others)."""
+    return not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))

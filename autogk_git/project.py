@@ -14,7 +14,7 @@ from typing import Any
 
 from autogk_git import config as config_mod
 from autogk_git.errors import AutogkError, InputDataNeeded, NotAProject, TargetError
-from autogk_git.files import read_bytes
+from autogk_git.files import read_bytes, safe_repo_path
 from autogk_git.git import worktrees
 
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
@@ -59,7 +59,7 @@ def editable_match(repo_path: str, target_rel: str, globs: list[str]) -> bool:
     """True when a repo-relative path is one of a target's editable files: under its folder, matching
     one of the editable globs, and not one of the files that judge it. The one matcher every guard uses."""
     prefix = target_rel.rstrip("/") + "/"
-    if not repo_path.startswith(prefix):
+    if not repo_path.startswith(prefix) or not safe_repo_path(repo_path):  # `..` leaves the folder
         return False
     rel = repo_path[len(prefix):]
     if any(fnmatch.fnmatch(rel, g) for g in JUDGE_FILES):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from autogk_git.files import safe_repo_path
 from autogk_git.git.run import git, git_env, git_ok, git_proc, identity_env
 from autogk_git.git.worktrees import worktrees  # noqa: F401  (its home is worktrees.py)
 
@@ -231,6 +232,15 @@ def tree_blobs(root: Path, rev_: str, prefix: str) -> dict[str, bytes]:
     out = git("ls-tree", "-r", "-z", "--format=%(objecttype) %(objectname) %(path)", rev_, "--",
               prefix.rstrip("/") + "/", cwd=root)
     entries = [rec.split(" ", 2) for rec in out.split("\0") if rec]
+    paths = [path for _, _, path in entries]
+    # Trees made with git's plumbing can hold what a checkout refuses: a path through `..` (written out
+    # by the judge or a snapshot, it lands outside the folder) and one name twice (git show reads one
+    # entry, a dict keeps the other). Neither is a kernel anyone can check out; nothing of it is read.
+    bad = sorted({p for p in paths if not safe_repo_path(p)} | {p for p in paths if paths.count(p) > 1})
+    if bad:
+        from autogk_git.errors import GitError
+        raise GitError(f"{rev_[:10]}'s tree holds path(s) no checkout can have under {prefix}: "
+                       f"{', '.join(bad[:5])}", "git fsck names the tree; no file of it is read")
     entries = [(sha, path) for kind, sha, path in entries if kind == "blob"]
     blobs = cat_blobs(root, [sha for sha, _ in entries])
     base = prefix.rstrip("/") + "/"

@@ -17,6 +17,9 @@ _STRIP = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_OBJEC
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _STRIP}
+    # autogk reads the objects a commit names: a replace ref (refs/replace/) would show the judge one
+    # kernel while the commit, once its replace ref is gone, holds another.
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
     if extra:
         env.update(extra)
     return env

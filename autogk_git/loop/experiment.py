@@ -137,7 +137,11 @@ def assess(project: Project, target_name: str, number: int, sha: str, branch: st
     t0 = time.time()
     seed = int(sha[:8], 16)
     # git -> record -> loop -> bench: the loop resolves both kernels' files; bench never reads git.
-    cand_src = kernels.sources_at(project.root, target, sha)
+    try:
+        cand_src = kernels.sources_at(project.root, target, sha)
+    except GitError as e:  # a tree no checkout can hold (a `..` part, a name twice): nothing of it is read
+        cand_src = {}
+        judge.reason = judge.reason or e.message
     # Measured against the trunk: its parent when that is a trunk commit, else the trunk tip (trunk.baseline).
     against = judge.against or parent
     parent_src = kernels.sources_at(project.root, target, against) if against else None

@@ -257,3 +257,85 @@ def test_a_wrong_kernel_only_experiment_is_still_reverted(project):
     v = notes_json(project, sha)["verdict"]
     assert v["decision"] == "revert" and v["outcome"] == "incorrect", v
     assert "#0001 reverted" in out
+
+
+def _tree(root, entries: list[tuple[str, str, str]]) -> str:
+    """A tree object written as given (git's checks skipped, as `hash-object --literally` allows): entries
+    (mode, name, sha) in this order, names like `..` and repeated names included."""
+    data = b"".join(f"{mode} {name}".encode() + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)
+    return subprocess.run(["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"], cwd=root,
+                          input=data, capture_output=True, check=True).stdout.decode().strip()
+
+
+def _entries(root, spec: str) -> list[tuple[str, str, str]]:
+    out = git(root, "ls-tree", spec)
+    return [(m.lstrip("0") if m.startswith("0") else m, name, sha)
+            for m, _, rest in (line.split(" ", 2) for line in out.splitlines()) for sha, name in [rest.split("\t")]]
+
+
+def _blob(root, text: str) -> str:
+    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=text.encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+
+
+def _commit_scale_tree(project, scale: list[tuple[str, str, str]], subject: str) -> str:
+    """An experiment commit on main whose kernels/scale tree is `scale`, made with plumbing (no hook, no
+    checkout could hold it), on its experiment branch."""
+    kernels = [(m, n, _tree(project, scale) if n == "scale" else s) for m, n, s in _entries(project, "main:kernels")]
+    top = [(m, n, _tree(project, kernels) if n == "kernels" else s) for m, n, s in _entries(project, "main")]
+    sha = git(project, "commit-tree", _tree(project, top), "-p", "main", "-m", subject).strip()
+    git(project, "update-ref", "refs/heads/autogk/scale/0001-" + subject.replace(" ", "-"), sha)
+    return sha
+
+
+def test_a_path_through_dotdot_is_no_editable_file_and_writes_nothing(project):
+    # A red-team plant (2026-12-06): with `editable = ["*.py"]` on the trunk, fnmatch's `*` took
+    # kernels/scale/x/../inputs.py for an editable file; the experiment was kept, and the trunk's snapshot
+    # then wrote it over the honest inputs.py, so a later wrong kernel was kept.
+    cfg = project / ".autogk.toml"
+    cfg.write_text(cfg.read_text().replace("[agent]\n", '[agent]\neditable = ["*.py"]\n', 1))
+    git(project, "commit", "-qam", "agents may edit every python file")
+    trunk = rev(project, "main")
+    kernel = (project / KERNEL).read_text().replace("BLOCK = 64", "BLOCK = 32")
+    up = _tree(project, [("100644", "inputs.py", _blob(project, ZERO_BIAS))])
+    scale = [(m, n, _blob(project, kernel) if n == "kernel.py" else s) for m, n, s in _entries(project, "main:" + T)]
+    scale.append(("40000", "x", _tree(project, [("40000", "..", up)])))
+    sha = _commit_scale_tree(project, scale, "smaller block")
+    out = conclude(project)
+    note = notes_json(project, sha)
+    assert note["verdict"]["decision"] == "invalid", note["verdict"]
+    assert f"{T}/x/../inputs.py" in note["offending_files"] and f"{T}/x/../inputs.py" in note["verdict"]["reason"]
+    assert rev(project, "main") == trunk and "#0001 reverted: archived" in out
+
+
+def test_a_tree_with_one_name_twice_is_not_kept(project):
+    # A red-team plant (2026-12-06): kernel.py twice in one tree (the wrong kernel first, as `git show`
+    # reads it; a faster right one second, as the judge read it): measured, kept and merged.
+    trunk = rev(project, "main")
+    text = (project / KERNEL).read_text()
+    wrong = _blob(project, text.replace(*SKIP_BIAS))
+    right = _blob(project, text.replace("BLOCK = 64", "BLOCK = 32"))
+    scale = []
+    for m, n, s in _entries(project, "main:" + T):
+        scale += [(m, n, wrong), (m, n, right)] if n == "kernel.py" else [(m, n, s)]
+    sha = _commit_scale_tree(project, scale, "smaller block")
+    out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001", check=False).stdout
+    assert rev(project, "main") == trunk, out
+    assert rev(project, "refs/autogk/kept/scale/0001") is None
+    assert (notes_json(project, sha) or {}).get("verdict", {}).get("decision") != "keep"
+
+
+def test_a_replace_ref_does_not_show_the_judge_another_kernel(project):
+    # A red-team plant (2026-12-06): the wrong kernel committed, its blob replaced (`git replace`) by a
+    # faster right one; autogk read the replacement, measured it and kept the commit, whose own blob (what
+    # the trunk holds once the replace ref is deleted) skips the bias.
+    trunk = rev(project, "main")
+    git(project, "checkout", "-qb", "autogk/scale/0001-skip-the-bias")
+    text = (project / KERNEL).read_text()
+    wrong = text.replace(*SKIP_BIAS)
+    git(project, "replace", _blob(project, wrong), _blob(project, text.replace("BLOCK = 64", "BLOCK = 32")))
+    (project / KERNEL).write_text(wrong)
+    sha = commit_no_verify(project, "skip the bias")
+    out = conclude(project)
+    assert rev(project, "main") == trunk and rev(project, "refs/autogk/kept/scale/0001") is None, out
+    assert notes_json(project, sha)["verdict"]["decision"] == "revert", notes_json(project, sha)["verdict"]

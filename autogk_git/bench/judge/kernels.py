@@ -342,6 +342,10 @@ def write_files(label: str, files: dict, root: Path) -> Path:
     d = root / label
     d.mkdir(parents=True, exist_ok=True)
     for rel, text in files.items():
+        # Inside the folder only (git/repo.tree_blobs refuses such trees before they get here; this package
+        # imports nothing of autogk_git outside it, so the rule is restated).
+        if rel.startswith("/") or any(part in ("", ".", "..") for part in rel.split("/")):
+            raise ValueError(f"a kernel file's path leaves its folder: {rel!r}")
         p = d / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
