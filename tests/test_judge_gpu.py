@@ -45,7 +45,8 @@ def test_outputs_are_read_in_the_callers_stream_order():
     for label in ("honest", "triton"):
         assert {r["status"] for r in out["labels"][label].values()} == {Status.PASSED}, out["labels"][label]
     for r in out["labels"]["side"].values():
-        assert r["status"] == Status.INCORRECT_NUMERICAL and "NaN" in r["message"], r
+        assert r["status"] == Status.INCORRECT_NUMERICAL, r
+        assert "NaN" in r["message"] or "still held the random values" in r["message"], r  # the judge's fill
 
 
 def test_work_off_the_callers_stream_while_timed_is_a_stream_order_status():

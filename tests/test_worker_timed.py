@@ -6,6 +6,7 @@ that timer; here it stands in for the GPU's so the rounds, the schema and the st
 from __future__ import annotations
 
 import json
+import re
 import os
 import sys
 import time
@@ -78,7 +79,8 @@ def test_planted_cheats_are_rejected_with_a_status_that_says_why():
     assert got["honest"]["status"] == "PASSED"
     assert got["cache_by_pointer"]["status"] == "INCORRECT_NUMERICAL"
     assert "new values in the same input and output buffers" in got["cache_by_pointer"]["message"]
-    assert got["partial_write"]["status"] == "INCORRECT_NUMERICAL" and "NaN" in got["partial_write"]["message"]
+    assert got["partial_write"]["status"] == "INCORRECT_NUMERICAL"
+    assert re.search("NaN|still held the random values", got["partial_write"]["message"]), got["partial_write"]
     assert got["changes_input"]["status"] == "INPUT_MODIFIED" and "input x" in got["changes_input"]["message"]
     assert got["early_return_seen"]["status"] == "INCORRECT_NUMERICAL"
     assert "already seen" in got["early_return_seen"]["message"]

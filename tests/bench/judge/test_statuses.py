@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 from pathlib import Path
 
@@ -47,7 +48,8 @@ def test_unwritten_tail_is_caught_by_the_poison():
     res = run_kernel(GOOD.replace("MASK = True", "MASK = False"))
     # n=100 and n=333 are not multiples of 64: their tails stay NaN.
     assert res[WORKLOADS[0]["uuid"]]["status"] == "INCORRECT_NUMERICAL"
-    assert "NaN" in res[WORKLOADS[0]["uuid"]]["message"]
+    # NaN where the judge filled the outputs with NaN, else its random fill (checks.checked_call)
+    assert re.search("NaN|still held the random values", res[WORKLOADS[0]["uuid"]]["message"])
 
 
 def test_kernel_that_changes_an_input_is_caught():

@@ -89,10 +89,24 @@ def test_nondeterministic_and_shape_specialised_kernels_are_caught_and_the_hones
         assert "not deterministic: called twice on the same inputs" in noisy["message"]
         listed = got["listed"][w["uuid"]]
         assert listed["status"] == "INCORRECT_NUMERICAL", listed
-        assert "on a shape the workloads do not list" in listed["message"] and "NaN" in listed["message"]
+        # its tail never written: NaN where the judge filled the outputs with NaN, else its random fill
+        assert "on a shape the workloads do not list" in listed["message"]
+        assert "NaN" in listed["message"] or "still held the random values" in listed["message"], listed
     (shape,) = [s for s in got["honest"][wls[0]["uuid"]]["stress"] if s.startswith("shape:n=")]
     assert 100 < int(shape.split("=")[1]) < 333, shape
     assert "between the listed 1000 and 4096" in got["listed"][wls[1]["uuid"]]["message"]
+
+
+def test_a_kernel_that_computes_only_in_nan_filled_outputs_is_incorrect():
+    # A red-team plant (2026-12-06): every checked call's outputs came NaN-filled, so a kernel could
+    # tell the judge's calls from a user's and be right only there; it was judged PASSED everywhere.
+    # Now three checked calls of four fill them with random values (from the OS: not predictable).
+    wls = SCALE_WLS[:2]
+    got = judge(SCALE_DEF, wls, {"honest": cheat("torch_honest"), "nan": cheat("computes_only_on_nan")},
+                listed_axes=stress.listed_axes(SCALE_DEF, SCALE_WLS))
+    for w in wls:
+        assert got["honest"][w["uuid"]]["status"] == "PASSED", got["honest"][w["uuid"]]
+        assert got["nan"][w["uuid"]]["status"] == "INCORRECT_NUMERICAL", got["nan"][w["uuid"]]
 
 
 def test_stress_leaves_integer_literal_and_generated_inputs_alone():
