@@ -47,4 +47,5 @@ def test_non_experiment_commit_never_starts_python(project, tmp_path):
     (project / "notes.txt").write_text("hello again\n")
     proc = subprocess.run(["git", "commit", "-qam", "docs"], cwd=project, capture_output=True, text=True, env=env)
     assert proc.returncode != 0 and "notes.txt" in proc.stderr
-    assert mark.read_text().split() == ["-m", "autogk_git.hook", "pre-commit"]
+    started = mark.read_text().split()  # -c SAFE_BOOT autogk_git.hook pre-commit (procs.SAFE_BOOT)
+    assert started[0] == "-c" and started[-2:] == ["autogk_git.hook", "pre-commit"], started
