@@ -57,6 +57,19 @@ def test_an_rmsnorm_fitted_to_unit_rows_is_incorrect_on_the_stress_sets_and_the_
     assert "scaled_rows" in got["fp16"][wls[1]["uuid"]]["message"]
 
 
+def test_an_rmsnorm_that_takes_the_variance_for_the_mean_square_is_incorrect_on_shifted_rows():
+    # A red-team plant (2026-12-06): judged PASSED on every set while every set kept N(0,1)'s zero mean.
+    wls = RMS_WLS[:2]
+    got = judge(RMS_DEF, wls, {"honest": (EXAMPLE / "kernel.py").read_text(),
+                               "var": cheat("variance_for_mean_square")},
+                listed_axes=stress.listed_axes(RMS_DEF, RMS_WLS))
+    for w in wls:
+        assert got["honest"][w["uuid"]]["status"] == "PASSED", got["honest"][w["uuid"]]
+        assert "shifted_rows" in got["honest"][w["uuid"]]["stress"]
+        var = got["var"][w["uuid"]]
+        assert var["status"] == "INCORRECT_NUMERICAL" and "shifted_rows" in var["message"], var
+
+
 def test_an_rmsnorm_that_reads_bf16_as_fp16_is_incorrect_past_fp16s_range():
     """Right on N(0,1), on rows scaled to 10^3 and on outliers of 300 (the sets before past_fp16 pass it:
     on the old sets it was held correct); rows past 65504 become inf in fp16."""
