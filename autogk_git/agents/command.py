@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -174,7 +175,10 @@ class CommandAgent:
             say(f"  running {shown}{' <prompt>' if argv[-1] == prompt else ''} in {ctx.worktree} ({box_line})")
             timeout = self.config.agent.command_timeout_s
             t0 = time.monotonic()
-            left = Path(tmp) / "left-running.json"  # what the reaper killed after the run (reaper.py)
+            # What the reaper killed after the run (reaper.py), in a folder of its own: the reaper writes
+            # it outside the sandbox, and in the scratch folder the agent could make it a link to any file.
+            private = Path(tempfile.mkdtemp(prefix="autogk-reaper-"))
+            left = private / "left-running.json"
             try:
                 run = argv
                 if box == "bwrap":  # a missing program would be bwrap's error, an exit code like the CLI's own
@@ -197,6 +201,7 @@ class CommandAgent:
                 own_commits = confine.sandbox_commits(sandbox_env, Path(tmp), base)
                 escaped = confine.check_and_undo(snap, backup, own_branch)
                 killed = int(reaper.read_report(left).get("killed") or 0)
+                shutil.rmtree(private, ignore_errors=True)
                 if killed:
                     say(f"  the agent left {killed} process(es) running after it ended: killed")
                 env_changed = pyenv.changes(env_before, pyenv.fingerprint(env_roots)) if env_roots else []
@@ -208,8 +213,7 @@ class CommandAgent:
                 if snap.stop:
                     raise AgentError("the agent reached outside its files in a way only you can undo: "
                                      + "; ".join(snap.stop), "undo it as said above, then run autogk iterate again")
-            hypothesis = hyp_file.read_text().strip().splitlines()[0].strip() if hyp_file.exists() and \
-                hyp_file.read_text().strip() else ""
+            hypothesis = _first_line(hyp_file)
         output = (proc.stdout or "").strip()
         if proc.returncode != 0:
             undo(ctx.worktree, changed_paths(ctx.worktree))
@@ -260,3 +264,20 @@ class CommandAgent:
             rationale += f"\nFollows the research plan on {ctx.plan_id[:10]}.\n"
         return Proposal(hypothesis, rationale, usage={"command_s": round(time.monotonic() - t0, 2)},
                         invalid=invalid)
+
+
+def _first_line(path: Path, limit: int = 4096) -> str:
+    """The first line of the file the agent was asked to write its hypothesis to, read outside the
+    sandbox: a regular file only, never a link (one to a file the sandbox hides, ~/.git-credentials say,
+    would put its text in the commit and the branch name), and only its first `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        text = os.read(fd, limit).decode(errors="replace").strip()
+    finally:
+        os.close(fd)
+    return text.splitlines()[0].strip() if text else ""

@@ -518,8 +518,28 @@ def sandbox_env(worktree: Path, where: Path) -> tuple[dict[str, str], Path]:
     return env, clone
 
 
+# Config the agent could have written into its throwaway clone that makes a git command run a program:
+# read outside the sandbox, each would run it as the user (a red-team plant, 2026-12-06: log.showSignature
+# with its own gpg.program, through `git log` below). Overridden here: the command line's -c wins over
+# every file's value, included ones too.
+UNTRUSTED_CONFIG = {"log.showSignature": "false", "gpg.program": "false", "gpg.openpgp.program": "false",
+                    "gpg.x509.program": "false", "gpg.ssh.program": "false", "core.fsmonitor": "false",
+                    "core.pager": "cat", "diff.external": "", "core.hooksPath": "/dev/null"}
+
+
+def untrusted(env: dict[str, str]) -> dict[str, str]:
+    """env for a git command on a repository the agent could configure: UNTRUSTED_CONFIG on top, no
+    global or system config."""
+    out = dict(env, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null",
+               GIT_CONFIG_COUNT=str(len(UNTRUSTED_CONFIG)))
+    for k, (key, value) in enumerate(UNTRUSTED_CONFIG.items()):
+        out[f"GIT_CONFIG_KEY_{k}"], out[f"GIT_CONFIG_VALUE_{k}"] = key, value
+    return out
+
+
 def sandbox_commits(env: dict[str, str], where: Path, base: str) -> list[str]:
     """What the agent committed or created in the throwaway clone (it is thrown away with it)."""
+    env = untrusted(env)
     lines = []
     head = repo.head_sha(where, env=env, check=False)
     if head and head != base:

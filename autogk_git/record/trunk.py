@@ -68,12 +68,17 @@ def snapshot(project: Project, rel: str, rev: str) -> Path:
                           f"branch the experiment from the trunk: git checkout -b <branch> {project.trunk}")
     base = project.state_dir / "trunk-targets"
     dest = base / tree
+    blobs = repo.tree_blobs(project.root, rev, rel)
     if dest.is_dir():
-        return dest
+        if _holds(dest, blobs):
+            return dest
+        # Changed since it was written (by hand, or by a command agent run without a sandbox: a red-team
+        # plant, 2026-12-06, rewrote its definition and its wrong kernel was kept): written again.
+        shutil.rmtree(dest, ignore_errors=True)
     base.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{tree[:12]}-", dir=base))
     try:
-        for path, data in repo.tree_blobs(project.root, rev, rel).items():
+        for path, data in blobs.items():
             out = tmp / path
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(data)
@@ -85,6 +90,18 @@ def snapshot(project: Project, rel: str, rev: str) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _holds(folder: Path, blobs: dict[str, bytes]) -> bool:
+    """True when folder holds exactly these files with these bytes (no more, no links). Python's bytecode
+    caches are left out of the comparison and removed: a planted one with the source's stamp would be
+    loaded in its place."""
+    for cache in [p for p in folder.rglob("__pycache__") if p.is_dir()]:
+        shutil.rmtree(cache, ignore_errors=True)
+    found = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
+    if set(found) != set(blobs):
+        return False
+    return all(not p.is_symlink() and p.read_bytes() == blobs[rel] for rel, p in found.items())
 
 
 def outside_files(project: Project, target: Target, parent: str, sha: str) -> list[str]:

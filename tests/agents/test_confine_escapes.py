@@ -190,3 +190,60 @@ def test_a_deleted_object_of_an_archived_experiment_is_put_back(project):
     assert exp["decision"] == "invalid", exp
     assert f"1 object(s) deleted ({blob[:10]}); put back" in plan_of(project, exp["commit"])
     assert "minus is faster" in autogk_in(project, "show", "1").stdout
+
+
+# ------------------------------------------------------------------------------------------------
+# What autogk reads or writes after the run, outside any sandbox (red-team plants, 2026-12-06)
+# ------------------------------------------------------------------------------------------------
+
+SCRATCH = 'd=$(dirname "$AUTOGK_HYPOTHESIS_FILE")'
+
+
+def test_config_the_agent_wrote_in_its_clone_runs_nothing_when_autogk_reads_its_commits(project, tmp_path):
+    # log.showSignature with its own gpg.program and a commit that carries a signature: the `git log` that
+    # lists the agent's own commits, run as the user, ran the agent's program.
+    mark = tmp_path / "ran-outside"
+    prog = tmp_path / "gpg.sh"
+    prog.write_text(f"#!/bin/sh\ntouch {mark}\n")
+    prog.chmod(0o755)
+    signed = ('c=$(printf "tree %s\\nparent %s\\nauthor a <a@b> 0 +0000\\ncommitter a <a@b> 0 +0000\\n'
+              'gpgsig -----BEGIN PGP SIGNATURE-----\\n x\\n -----END PGP SIGNATURE-----\\n\\nscratch\\n" '
+              '"$(git write-tree)" "$(git rev-parse HEAD)" | git hash-object -t commit -w --stdin) && '
+              'git update-ref HEAD "$c"')
+    out = iterate(project, [["sh", f"git config log.showSignature true && git config gpg.program {prog}"],
+                            ["sh", signed], ["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 32 "],
+                            ["hypothesis", "smaller block"]])
+    assert not mark.exists(), out.stdout
+    assert "the agent made its own commit(s)" in out.stdout + out.stderr or '"experiments"' in out.stdout
+
+
+def test_a_link_in_the_scratch_folder_is_not_written_through_or_read(project, tmp_path):
+    # The reaper's report (written after the run, outside the sandbox) and the hypothesis file (read then)
+    # were paths in the scratch folder the agent may write: links there wrote a file of its choosing and
+    # put a file the sandbox hid (~/.git-credentials) into the commit's subject and branch name.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    secret = tmp_path / "credentials"
+    secret.write_text("https://me:TOKEN123@example.com\n")
+    iterate(project, [["sh", f'{SCRATCH}; ln -s {victim} "$d/left-running.json"'],
+                      ["sh", f'ln -sf {secret} "$AUTOGK_HYPOTHESIS_FILE"'],
+                      ["sh", "setsid sleep 30 >/dev/null 2>&1 < /dev/null &"],  # for the reaper to kill
+                      ["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 32 "], ["say", "Halved BLOCK."]])
+    assert victim.read_text() == "mine\n"
+    log = git(project, "log", "--all", "--format=%s%n%b") + git(project, "branch", "-a")
+    assert "TOKEN123" not in log
+
+
+def test_the_trunks_target_snapshot_is_written_again_when_it_changed(project):
+    from autogk_git.project import Project
+    from autogk_git.record import trunk
+    p = Project(project)
+    first = trunk.snapshot(p, "kernels/scale", "main")
+    d = first / "definition.json"
+    honest = d.read_bytes()
+    d.write_text(d.read_text().replace("x * scale + bias", "x * scale"))  # as an agent without a sandbox did
+    (first / "__pycache__").mkdir(exist_ok=True)
+    (first / "__pycache__" / "inputs.cpython-311.pyc").write_bytes(b"planted")
+    again = trunk.snapshot(p, "kernels/scale", "main")
+    assert again == first and (again / "definition.json").read_bytes() == honest
+    assert not (again / "__pycache__").exists()
