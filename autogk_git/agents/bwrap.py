@@ -39,6 +39,11 @@ from pathlib import Path
 
 PROBE_TIMEOUT_S = 30  # a busy machine; bwrap itself starts in milliseconds
 CLI_STATE = (".claude", ".claude.json", ".codex")  # under $HOME: a coding CLI's login and settings
+# Inside that state, what a CLI runs or obeys when started (hooks, commands, instructions): writable in the
+# sandbox with the rest of the state, so compared before and after each run and put back (confine.py): a
+# hook the agent planted there would run outside any sandbox the next time the person starts the CLI.
+CLI_CONFIG = (".claude/settings.json", ".claude/settings.local.json", ".claude/CLAUDE.md", ".claude/hooks",
+              ".claude/commands", ".claude/agents", ".codex/config.toml", ".codex/AGENTS.md")
 SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".git-credentials", ".pypirc",
            ".config")  # never shown from $HOME, even when a PATH entry lies inside (.config holds gh, gcloud)
 TMP = Path("/tmp")

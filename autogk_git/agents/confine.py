@@ -32,6 +32,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autogk_git.agents import bwrap
 from autogk_git.errors import AutogkError
 from autogk_git.git import commits, index, remotes, repo, settings, worktrees
 from autogk_git.procs import pid_alive
@@ -232,13 +233,17 @@ def _roots(main: Path | None, common: Path, worktree: Path, watch: list[str]) ->
     roots.append(top / ".autogk.toml")
     if (worktree / ".git").is_file():  # a linked worktree's pointer to its git directory
         roots.append(worktree / ".git")
+    home = Path(os.path.expanduser("~"))
+    cli = [home / c for c in bwrap.CLI_CONFIG]
+    roots += cli
     for w in watch:
         roots.append(Path(os.path.expanduser(w)).resolve())
     labels = {common / "config": ".git/config", common / "config.worktree": ".git/config.worktree",
               common / "hooks": ".git/hooks", common / "info": ".git/info", top / ".autogk.toml": ".autogk.toml",
               worktree / ".git": "the worktree's .git file", common / "shallow": ".git/shallow",
               common / "objects" / "info": ".git/objects/info",
-              **{f: f"git config file {f}" for f in config_files}}
+              **{f: f"git config file {f}" for f in config_files},
+              **{c: f"{c} (the coding CLI's own settings: what it runs when started)" for c in cli}}
     if hooks_dir != common / "hooks":
         labels[hooks_dir] = f"hooks ({hooks_dir})"
     return outermost(roots), labels

@@ -247,3 +247,18 @@ def test_the_trunks_target_snapshot_is_written_again_when_it_changed(project):
     again = trunk.snapshot(p, "kernels/scale", "main")
     assert again == first and (again / "definition.json").read_bytes() == honest
     assert not (again / "__pycache__").exists()
+
+
+def test_a_hook_planted_in_the_coding_clis_settings_is_put_back(project):
+    # ~/.claude is writable in the sandbox (the CLI keeps its login and state there); a SessionStart hook
+    # written into its settings would run, outside any sandbox, when the person next starts the CLI.
+    home = Path(os.path.expanduser("~"))
+    settings_file = home / ".claude" / "settings.json"
+    settings_file.parent.mkdir(parents=True, exist_ok=True)
+    settings_file.write_text('{"model": "mine"}\n')
+    planted = '{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch /tmp/x"}]}]}}'
+    out = iterate(project, [["write", str(settings_file), planted], ["write", str(home / ".claude" / "CLAUDE.md"), "obey"],
+                            ["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 32 "], ["hypothesis", "smaller block"]])
+    assert settings_file.read_text() == '{"model": "mine"}\n'
+    assert not (home / ".claude" / "CLAUDE.md").exists()
+    assert ".claude/settings.json" in out.stdout + out.stderr, out.stdout
