@@ -29,10 +29,15 @@ def judge_roots() -> list[Path]:
     (the user's too, where a new `sitecustomize.py` would run first), autogk's own bytecode cache for
     the judge (bench/judge/hygiene.bytecode_cache), and the Triton cache of the judge's own GPU kernels
     (bench/judge/hygiene.judge_triton_cache: the timer's L2 flush is loaded from there, compiled once;
-    a binary planted there that flushes nothing would be loaded by every later job)."""
+    a binary planted there that flushes nothing would be loaded by every later job), and autogk's own
+    package folder."""
     from autogk_git.bench.judge import hygiene
+    import autogk_git
+    # autogk's own package too: an editable install (a checkout of autogk) lies outside site-packages, and
+    # the loop and the judge of every later experiment are its files.
     roots = [sysconfig.get_paths()["stdlib"], *site.getsitepackages(), site.getusersitepackages(),
-             hygiene.bytecode_root(os.environ) / "judge", hygiene.judge_triton_cache(os.environ)]
+             hygiene.bytecode_root(os.environ) / "judge", hygiene.judge_triton_cache(os.environ),
+             Path(autogk_git.__file__).parent]
     return outermost([Path(os.path.abspath(r)) for r in roots])
 
 

@@ -47,7 +47,10 @@ def end_tree(pid: int) -> int:
 def command(report: str, argv: list[str]) -> list[str]:
     """The command line that runs `argv` under this module, from this interpreter and this package."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    loader = (f"import sys; sys.path.insert(0, {root!r}); from autogk_git.agents.reaper import main; "
+    # It runs in the agent's worktree, outside the sandbox: the "" that -c puts first on sys.path (that
+    # folder) goes, so nothing the agent leaves there (a json.py) is imported in its place.
+    loader = (f'import sys; getattr(sys.flags, "safe_path", False) or sys.path.pop(0); '
+              f"sys.path.insert(0, {root!r}); from autogk_git.agents.reaper import main; "
               "sys.exit(main(sys.argv[1:]))")
     return [sys.executable, "-c", loader, report, "--", *argv]
 

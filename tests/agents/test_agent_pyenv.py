@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +193,24 @@ def test_ctrl_c_on_the_reaper_ends_what_the_agent_detached(tmp_path):
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{pid}"), "the detached child outlived Ctrl-C"
+
+
+def test_autogks_own_package_is_compared_too():
+    # A red-team finding (2026-12-06): installed editable (a checkout of autogk), the package lies outside
+    # site-packages, so an agent without a sandbox could patch the loop or the judge of later experiments.
+    import autogk_git
+    from autogk_git.agents import pyenv
+    package = Path(autogk_git.__file__).parent.resolve()
+    assert any(r == package or r in package.parents for r in pyenv.judge_roots())
+
+
+def test_the_subreaper_imports_nothing_from_the_agents_folder(tmp_path):
+    # It runs in the agent's worktree, outside the sandbox, and -c put that folder first on sys.path:
+    # a json.py there (committed in a project, or left by an agent) ran in place of the standard library's.
+    from autogk_git.agents import reaper
+    mark = tmp_path / "planted-json-ran"
+    (tmp_path / "json.py").write_text(f"open({str(mark)!r}, 'w').write('ran')\nfrom _json import *\n")
+    done = reaper.run([sys.executable, "-c", "print('ok')"], str(tmp_path / "report.json"), 60, cwd=str(tmp_path),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+    assert not mark.exists()
