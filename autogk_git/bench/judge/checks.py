@@ -61,9 +61,9 @@ def poison(outs: list, poison_seed: int, garbage: bool = False) -> None:
     `garbage`, random values of a few hundred to thousands (what an uninitialised buffer may hold)."""
     for t in outs:
         if t.dtype.is_floating_point and garbage:
-            g = torch.Generator().manual_seed(secrets.randbits(62))
+            g = torch.Generator(device=t.device).manual_seed(secrets.randbits(62))  # drawn where t lives
             scale = min(1e3, torch.finfo(t.dtype).max / 64)
-            t.copy_((torch.randn(t.shape, generator=g) * scale).to(t.dtype))
+            t.copy_(torch.randn(t.shape, generator=g, device=t.device).mul_(scale).to(t.dtype))
         elif t.dtype.is_floating_point:
             t.fill_(float("nan"))
         elif t.dtype == torch.bool:
