@@ -41,6 +41,7 @@ def iterate(n, target, agent, backend, max_time, max_iterations, budget_usd, par
         os.environ["AUTOGK_BENCH_UNTIMED"] = "merge"
     project = Project.find()
     say = (lambda s: click.echo(s, err=True)) if as_json else click.echo
+    update_old_shims(project.root, say)
     if max_iterations is not None:
         n = max_iterations
     try:
@@ -140,3 +141,14 @@ def ways_forward(project: Project, target: str) -> str:
             "  2. an LLM agent: export ANTHROPIC_API_KEY=..., then: autogk iterate --agent anthropic\n"
             "  3. your own command-line agent: set [agent] command = \"...\" in .autogk.toml (e.g. \"claude -p\"),\n"
             "     then: autogk iterate --agent command")
+
+
+def update_old_shims(root, say) -> None:
+    """autogk's hook shims from an older template (they started Python with the checkout's folder first on
+    its path, where a folder named autogk_git ran as the hook) are rewritten before the loop runs."""
+    from autogk_git.git import hooks as hooks_mod
+    from autogk_git.record import refs
+    if "outdated" in hooks_mod.status(root).values():
+        hooks_mod.install(root, refs.NOTES_GLOB)
+        say("autogk: updated this repository's hook shims (the older ones ran Python from the checkout's top "
+            "folder first)")
