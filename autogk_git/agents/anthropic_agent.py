@@ -70,6 +70,17 @@ def _plain(block) -> dict[str, Any]:
     return block.model_dump(exclude_none=True)
 
 
+MAX_CALLS_PER_TURN = 64
+"""Tool calls of one model response that are run; a response with more is refused whole (the turn budget
+counts requests, and one response held 3,013 calls, 12 of them full checks, in a red-team run)."""
+
+
+def printable(text: str, keep: str = "") -> str:
+    """text without control characters (but those in keep): a NUL stopped `git commit`, an escape sequence
+    would reach the terminal through `autogk log`."""
+    return "".join(c for c in text if c in keep or (c.isprintable() or c == " "))
+
+
 class Conversation:
     """One tool-use conversation under a turn budget, a token budget and bounded retries."""
 
@@ -185,8 +196,21 @@ class Conversation:
                 messages.append({"role": "user", "content": [{"type": "text", "text": nudge}]})
                 continue
             results, done = [], None
+            if len(uses) > MAX_CALLS_PER_TURN:  # one response of thousands of calls (run_check among them)
+                for b in uses:
+                    results.append({"type": "tool_result", "tool_use_id": b.id, "is_error": True,
+                                    "content": f"refused: {len(uses)} tool calls in one turn; at most "
+                                               f"{MAX_CALLS_PER_TURN} a turn are run"})
+                self.say(f"  [turn {self.turns}] {len(uses)} tool calls in one turn: refused (at most "
+                         f"{MAX_CALLS_PER_TURN})")
+                messages.append({"role": "user", "content": results})
+                continue
             for b in uses:
                 args = b.input
+                if done is not None:  # finish was accepted: what follows it in the response is not run
+                    results.append({"type": "tool_result", "tool_use_id": b.id, "is_error": True,
+                                    "content": f"not run: it came after {finish}"})
+                    continue
                 if b.name == finish:
                     if not isinstance(args, dict):
                         content, err = f"{finish} takes a JSON object", True
@@ -293,9 +317,9 @@ class AnthropicAgent:
         usage = conv.usage()
         if args.get("nothing_left") is True and not _changed(ctx):
             return Proposal("nothing left to try", str(args.get("rationale") or ""), changed=False, usage=usage)
-        hyp = " ".join(str(args["hypothesis"]).split())[:200]
+        hyp = " ".join(printable(str(args["hypothesis"])).split())[:200]
         rationale = f"## Plan ({self.name} agent, {cfg.agent.model}, experiment {ctx.number:04d})\n\n"
-        rationale += str(args.get("rationale") or hyp).strip() + "\n"
+        rationale += printable(str(args.get("rationale") or hyp), keep="\n\t").strip() + "\n"
         if ctx.plan_id:
             rationale += f"\nFollows the research plan on {ctx.plan_id[:10]}.\n"
         return Proposal(hyp, rationale, usage=usage)

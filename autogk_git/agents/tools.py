@@ -15,6 +15,7 @@ from typing import Any, Callable
 from autogk_git.project import editable_match
 
 MAX_READ = 60_000  # characters of one file returned to the model
+MAX_WRITE = 200_000  # characters a written file may hold (a kernel is inlined into every later prompt)
 MAX_PATH = 1024    # characters of one path argument; longer is a mistake (or an attack), never a crash
 
 
@@ -83,9 +84,14 @@ class Sandbox:
         full = self._resolve(rel, self.readable)
         if not full.is_file():
             raise ToolError(f"{rel}: no such file; list files with list_files")
-        text = full.read_text(errors="replace")
-        if len(text) > MAX_READ:
-            text = text[:MAX_READ] + f"\n... [truncated: {len(text)} characters in all]"
+        size = full.stat().st_size
+        with open(full, "rb") as f:  # no more than is returned: a data blob may be gigabytes
+            data = f.read(MAX_READ * 4)
+        if b"\0" in data[:8192]:
+            raise ToolError(f"{rel}: a binary file ({size} bytes); read_file returns text")
+        text = data.decode(errors="replace")
+        if size > len(data) or len(text) > MAX_READ:
+            text = text[:MAX_READ] + f"\n... [truncated: {size} bytes in all]"
         return text
 
     def list(self) -> list[str]:
@@ -114,6 +120,8 @@ class Sandbox:
         full = self._writable_path(path)
         if not isinstance(content, str):
             raise ToolError("'content' must be a string: the whole new file")
+        if len(content) > MAX_WRITE:  # a kernel that size would be inlined into every later prompt
+            raise ToolError(f"'content' is {len(content)} characters; a file may hold at most {MAX_WRITE}")
         full.parent.mkdir(parents=True, exist_ok=True)
         full.write_text(content)
         return f"wrote {len(content)} characters to {full.relative_to(self.root).as_posix()}"
@@ -129,7 +137,10 @@ class Sandbox:
         if n != 1:
             raise ToolError(f"'old' occurs {n} times in {path}; it must occur exactly once "
                             "(include more surrounding lines)")
-        full.write_text(text.replace(old, new, 1))
+        text = text.replace(old, new, 1)
+        if len(text) > MAX_WRITE:
+            raise ToolError(f"the edit makes {path} {len(text)} characters; a file may hold at most {MAX_WRITE}")
+        full.write_text(text)
         return f"edited {full.relative_to(self.root).as_posix()}"
 
 
@@ -185,7 +196,7 @@ def profile_text(history: list[dict[str, Any]], config: Any, fallback: Path | No
 def history_rows(history: list[dict[str, Any]], last: Any = 30) -> list[dict[str, Any]]:
     try:
         n = max(1, int(last))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # 1e999 in JSON is infinity
         n = 30
     rows = []
     for r in history[-n:]:
@@ -206,7 +217,7 @@ def dispatch(handlers: dict[str, Callable[[dict[str, Any]], str]], name: str, ar
         out = handlers[name](args)
     except ToolError as e:
         return f"error: {e}", True
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         return f"error: bad input for {name}: {type(e).__name__}: {str(e)[:300]}", True
     except OSError as e:  # a name too long, a folder where a file was: the model's to fix
         return f"error: {name} failed: {e.strerror or type(e).__name__}; check the path", True

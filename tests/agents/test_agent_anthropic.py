@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import autogk_in, git, notes_json
-from fake_messages_server import FakeMessages, delay, error, finish, text, tool_use
+from fake_messages_server import FakeMessages, _ids, delay, error, finish, message, text, tool_use
 
 from autogk_git.agents.anthropic_agent import AnthropicAgent
 from autogk_git.agents.base import AgentStopped, Context
@@ -371,3 +371,47 @@ def test_the_parallel_loop_asks_for_each_slots_change_at_once(small_project, api
     assert abs(asked[1] - asked[2]) < 2.5, asked  # both asked before either answered
     assert all(e["phases"]["open_s"] >= 3.0 and e["phases"]["proposed_beside"] for e in exps)
     assert git(small_project, "branch", "--list", "autogk/*").strip() == ""  # both concluded, nothing left open
+
+
+# ------------------------------------------------------------------------------------------------
+# What one model response may hold (red-team runs, 2026-12-06: each of these ended or stalled the loop)
+# ------------------------------------------------------------------------------------------------
+
+def calls(*uses) -> dict:
+    """One response holding several tool calls."""
+    return message([{"type": "tool_use", "id": f"toolu_many_{next(_ids):05d}", "name": n, "input": i}
+                    for n, i in uses])
+
+
+def test_finish_ends_the_response_and_its_text_is_made_printable(project, api):
+    # [edit, finish, undo the edit] in one response: the undo ran after finish was accepted and the loop
+    # stopped on "the agent made no change"; a NUL in the hypothesis stopped `git commit`.
+    api([calls(("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               ("finish", {"hypothesis": "BLOCK\x00 32 \x1b]0;title\x07", "rationale": "why\x00 not\n- fewer"}),
+               ("edit_file", {"path": KERNEL, "old": "BLOCK = 32 ", "new": "BLOCK = 64 "}))])
+    prop, _ = propose(project)
+    assert prop.changed and "BLOCK = 32 " in (project / KERNEL).read_text()
+    assert prop.hypothesis.startswith("BLOCK 32") and not any(c in prop.hypothesis for c in "\x00\x1b\x07")
+    assert "\x00" not in prop.rationale and "why not\n- fewer" in prop.rationale
+
+
+def test_a_response_of_too_many_calls_is_refused_and_odd_inputs_are_tool_errors(project, api):
+    big = project / "kernels" / "scale" / "blob" / "big.safetensors"
+    big.parent.mkdir()
+    with open(big, "wb") as f:
+        f.truncate(200 * 2 ** 20)  # sparse: read whole, it was 200 MB of memory
+    srv = api([calls(*[("list_files", {})] * 200),
+               tool_use("history", {"last": 10 ** 400}),
+               tool_use("read_file", {"path": "kernels/scale/blob/big.safetensors"}),
+               tool_use("write_file", {"path": KERNEL, "content": "# " + "x" * 300_000 + "\n"}),
+               tool_use("edit_file", {"path": KERNEL, "old": "BLOCK = 64 ", "new": "BLOCK = 32 "}),
+               finish("BLOCK 32")])
+    prop, _ = propose(project)
+    assert prop.changed and prop.hypothesis == "BLOCK 32"
+    refused = srv.tool_results(1)
+    assert len(refused) == 200 and all(r["is_error"] and "at most 64" in r["content"] for r in refused)
+    assert not srv.tool_results(2)[0]["is_error"]
+    from autogk_git.agents import tools
+    assert tools.history_rows([{"experiment": 1}], float("inf")) == tools.history_rows([{"experiment": 1}])  # 1e999
+    assert "binary file" in srv.tool_results(3)[0]["content"]
+    assert srv.tool_results(4)[0]["is_error"] and "at most" in srv.tool_results(4)[0]["content"]
