@@ -75,12 +75,6 @@ MAX_CALLS_PER_TURN = 64
 counts requests, and one response held 3,013 calls, 12 of them full checks, in a red-team run)."""
 
 
-def printable(text: str, keep: str = "") -> str:
-    """text without control characters (but those in keep): a NUL stopped `git commit`, an escape sequence
-    would reach the terminal through `autogk log`."""
-    return "".join(c for c in text if c in keep or (c.isprintable() or c == " "))
-
-
 class Conversation:
     """One tool-use conversation under a turn budget, a token budget and bounded retries."""
 
@@ -317,9 +311,9 @@ class AnthropicAgent:
         usage = conv.usage()
         if args.get("nothing_left") is True and not _changed(ctx):
             return Proposal("nothing left to try", str(args.get("rationale") or ""), changed=False, usage=usage)
-        hyp = " ".join(printable(str(args["hypothesis"])).split())[:200]
+        hyp = " ".join(str(args["hypothesis"]).split())[:200]
         rationale = f"## Plan ({self.name} agent, {cfg.agent.model}, experiment {ctx.number:04d})\n\n"
-        rationale += printable(str(args.get("rationale") or hyp), keep="\n\t").strip() + "\n"
+        rationale += str(args.get("rationale") or hyp).strip() + "\n"
         if ctx.plan_id:
             rationale += f"\nFollows the research plan on {ctx.plan_id[:10]}.\n"
         return Proposal(hyp, rationale, usage=usage)

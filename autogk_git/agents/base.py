@@ -31,15 +31,27 @@ class Context:
     {experiment, state, commit, hypothesis, latency_vs_trunk}. It is still judged against the trunk."""
 
 
+def printable(text: str, keep: str = "") -> str:
+    """text without control characters (but those in keep): a NUL stopped `git commit`, an escape sequence
+    would reach the terminal through `autogk log`."""
+    return "".join(c for c in text if c in keep or c.isprintable())
+
+
 @dataclass
 class Proposal:
-    """An agent's answer. `changed` is False when it has nothing left to try."""
+    """An agent's answer. `changed` is False when it has nothing left to try. Whichever agent made it, its
+    text goes into a commit message, a branch name and the terminal: one printable line of hypothesis,
+    and a rationale whose only control characters are newlines and tabs."""
 
     hypothesis: str                    # one line: the commit subject
     rationale: str = ""                # markdown: why, written as the plan note
     changed: bool = True
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cost_usd, turns, requests
     invalid: str = ""                  # why the experiment is void (the agent reached outside its files)
+
+    def __post_init__(self) -> None:
+        self.hypothesis = " ".join(printable(self.hypothesis).split())
+        self.rationale = printable(self.rationale, keep="\n\t")
 
 
 class AgentStopped(AgentError):

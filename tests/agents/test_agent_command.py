@@ -94,6 +94,16 @@ def test_the_hypothesis_falls_back_to_the_last_line_of_output(project, monkeypat
     assert prop.changed and prop.hypothesis == "Halved BLOCK." and prop.usage["command_s"] >= 0
 
 
+def test_the_hypothesis_file_gives_one_printable_line(project, monkeypatch):
+    # Read as the agent left it: a NUL stopped `git commit`, escape sequences reached the terminal.
+    for k, v in env_for([["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 32 "],
+                         ["hypothesis", "Halved\x00 BLOCK\x1b]0;title\x07"]]).items():
+        monkeypatch.setenv(k, v)
+    ctx = context(project)
+    prop = CommandAgent(ctx.config).propose(ctx)
+    assert prop.changed and prop.hypothesis == "Halved BLOCK]0;title", prop.hypothesis
+
+
 def test_placeholders_place_the_prompt(project, monkeypatch):
     monkeypatch.setenv("AUTOGK_AGENT_COMMAND", "tool --in {prompt_file} --flag")
     agent = CommandAgent(Project(project).config)
