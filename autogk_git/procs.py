@@ -10,8 +10,8 @@ import sys
 # the checkout's top folder, and bisect steps in a worktree of experiment commits. This boot takes that
 # entry out (unless Python already left it out: -P, PYTHONSAFEPATH), then runs the module as -m would; its
 # arguments are the module's name and the module's own (Python 3.10 has no -P).
-SAFE_BOOT = ('import runpy, sys; getattr(sys.flags, "safe_path", False) or sys.path.pop(0); '
-             'runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)')
+NO_CWD = 'getattr(sys.flags, "safe_path", False) or sys.path.pop(0)'  # after `import sys`, in a -c program
+SAFE_BOOT = f'import runpy, sys; {NO_CWD}; runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)'
 
 
 def module_command(module: str, *args: str) -> list[str]:

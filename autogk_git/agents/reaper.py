@@ -25,6 +25,7 @@ import sys
 import time
 
 from autogk_git.bench.judge import hygiene
+from autogk_git.procs import NO_CWD
 
 ROUNDS = 50  # stop-then-kill passes: a process that forks while it is being killed is caught on the next
 
@@ -49,8 +50,7 @@ def command(report: str, argv: list[str]) -> list[str]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # It runs in the agent's worktree, outside the sandbox: the "" that -c puts first on sys.path (that
     # folder) goes, so nothing the agent leaves there (a json.py) is imported in its place.
-    loader = (f'import sys; getattr(sys.flags, "safe_path", False) or sys.path.pop(0); '
-              f"sys.path.insert(0, {root!r}); from autogk_git.agents.reaper import main; "
+    loader = (f"import sys; {NO_CWD}; sys.path.insert(0, {root!r}); from autogk_git.agents.reaper import main; "
               "sys.exit(main(sys.argv[1:]))")
     return [sys.executable, "-c", loader, report, "--", *argv]
 

@@ -39,7 +39,7 @@ def _move_ratios(measured: list[dict], current: dict, *, elsewhere: bool = False
         parent, cand = res.get("parent_tunables"), res.get("tunables")
         if not parent or not cand or set(cand) != set(current) or set(parent) != set(current):
             continue
-        if (_key(parent) != _key(current)) is not elsewhere:
+        if (_key(parent) == _key(current)) == elsewhere:  # from current itself, or (elsewhere) from another
             continue
         diff = [n for n in cand if cand.get(n) != parent.get(n)]
         if len(diff) != 1 or _key(parent[diff[0]]) != _key(current[diff[0]]):

@@ -48,11 +48,12 @@ def set_target(module) -> None:
     TARGET, TARGET_RULES = module, rules.declared(module)
 
 
-def alloc_outputs(definition: dict, axes: dict, device: str, poison_seed: int) -> list[torch.Tensor]:
-    """Fresh outputs filled with poison, so a kernel that skips part of them cannot pass."""
+def alloc_outputs(definition: dict, axes: dict, device: str, poison_seed: int,
+                  garbage: bool = False) -> list[torch.Tensor]:
+    """Fresh outputs filled with poison (see poison), so a kernel that skips part of them cannot pass."""
     outs = [torch.empty(shape_of(spec, axes) or [], dtype=DTYPES[spec["dtype"]], device=device)
             for spec in definition["outputs"].values()]
-    poison(outs, poison_seed)
+    poison(outs, poison_seed, garbage)
     return outs
 
 
@@ -140,10 +141,11 @@ def checked_call(run, inputs: list, ref_out: tuple, definition: dict, axes: dict
     The float outputs hold NaN in one checked call of four and random values in the others, drawn here
     from the OS (nothing the kernel can read predicts it): a kernel that computes only when its outputs
     come NaN-filled, as every judged call's did, can no longer tell a checked call from a user's."""
-    if outs is None:
-        outs = alloc_outputs(definition, axes, device, poison_seed)
     garbage = secrets.randbelow(4) != 0
-    poison(outs, poison_seed, garbage=garbage)
+    if outs is None:
+        outs = alloc_outputs(definition, axes, device, poison_seed, garbage)
+    else:
+        poison(outs, poison_seed, garbage)
     fill = [bits(t).clone() for t in outs] if garbage else None
     saved = [bits(x).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     seen = invoke(run, inputs, outs, device)
