@@ -214,7 +214,9 @@ def test_config_the_agent_wrote_in_its_clone_runs_nothing_when_autogk_reads_its_
                             ["sh", signed], ["replace", KERNEL, "BLOCK = 64 ", "BLOCK = 32 "],
                             ["hypothesis", "smaller block"]])
     assert not mark.exists(), out.stdout
-    assert "the agent made its own commit(s)" in out.stdout + out.stderr or '"experiments"' in out.stdout
+    [exp] = json.loads(out.stdout)["experiments"]  # and its signed commit was still listed, by git log
+    assert "the agent made its own commit(s)" in plan_of(project, exp["commit"]) and \
+        "scratch" in plan_of(project, exp["commit"])
 
 
 def test_a_link_in_the_scratch_folder_is_not_written_through_or_read(project, tmp_path):
