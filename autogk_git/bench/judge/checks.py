@@ -139,8 +139,10 @@ def checked_call(run, inputs: list, ref_out: tuple, definition: dict, axes: dict
     """check_once, also returning the outputs as judged (for comparing two calls).
 
     The float outputs hold NaN in one checked call of four and random values in the others, drawn here
-    from the OS (nothing the kernel can read predicts it): a kernel that computes only when its outputs
-    come NaN-filled, as every judged call's did, can no longer tell a checked call from a user's."""
+    from the OS (nothing the kernel can read predicts which): a kernel that computes only when its outputs
+    come NaN-filled, as every checked call's did, is caught. Values of hundreds are no fresh buffer's
+    usual content either, so this closes that one tell, not the class: a kernel can still tell it runs
+    in the judge's process (README, "Not defended")."""
     garbage = secrets.randbelow(4) != 0
     if outs is None:
         outs = alloc_outputs(definition, axes, device, poison_seed, garbage)
