@@ -19,6 +19,16 @@ import pytest
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# One CPU thread for torch's operations in every process of the run (pytest's workers, and through the
+# environment every judge, kernel process, reference check and interpreter script they start): the
+# suite runs one xdist worker more than the cores, so torch's own threads would only take turns on the
+# same cores, and OpenMP's idle threads spin while they wait. The interpreter check of the bundled
+# indexer took 5.6 CPU-s with torch's default threads and 3.2 with one, on this project's 2-core
+# machine (benchmarks/RESULTS.md, 2026-12-06). A value already set is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if "torch" in sys.modules:  # imported before this file (a plugin): its pool may be sized already
+    sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 SHARED = REPO.parent / "shared" / "flashinfer-trace-v0.1.2"
