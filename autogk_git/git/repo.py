@@ -178,9 +178,20 @@ def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, 
         input="\n".join(commits) + "\n", env=env)
 
 
-def merge_notes(root: Path, notes_ref: str, other: str, env: dict[str, str] | None = None) -> None:
-    """Merge the notes ref other into notes_ref; notes_ref's note wins where both annotate a commit."""
+def merge_notes(root: Path, notes_ref: str, other: str, env: dict[str, str] | None = None) -> list[str]:
+    """Merge the notes ref other into notes_ref: other's notes on commits notes_ref does not annotate come
+    in; a note notes_ref holds is never replaced or removed. git's `-s ours` settles only the notes both
+    sides changed since their common history: where only the other side changed or removed one (a clone
+    that fetched ours, edited a note and pushed), git takes the other side's, and a notes ref that is an
+    ancestor of other's is fast-forwarded to it. Each such note is put back. Returns the commits whose
+    note was put back."""
+    before = notes_map(root, notes_ref)
     git("notes", "--ref", notes_ref, "merge", "--quiet", "-s", "ours", other, cwd=root, env=env)
+    after = notes_map(root, notes_ref)
+    restored = [c for c, blob in before.items() if after.get(c) != blob]
+    for c in restored:
+        attach_note(root, notes_ref, c, before[c])
+    return restored
 
 
 def commit_info(root: Path, shas: list[str]) -> dict[str, dict[str, str]]:

@@ -7,8 +7,8 @@ A plain clone brings branches only. autogk adds two fetch refspecs per remote:
     fetch   refs/autogk/*:refs/autogk/*                                kept and archived experiments
 
 Notes are fetched beside the local ones, like remote-tracking branches, and merged in by `merge_notes`
-(the local note wins where both sides annotated the same commit differently): fetching never
-overwrites a note written here. The experiment refs are fetched without `+`, so a clash of two clones'
+(a note this clone holds is never replaced or removed by the remote's, whichever side changed it:
+`repo.merge_notes` puts back what git's merge took): fetching never overwrites a note written here. The experiment refs are fetched without `+`, so a clash of two clones'
 experiment numbers is reported by git rather than silently overwritten.
 
 Pushing is left to the person: any `remote.<name>.push` setting replaces git's own choice of what a
@@ -112,19 +112,23 @@ def is_setup(root: Path, remote: str) -> bool:
 def fetch(root: Path, remote: str) -> str:
     """Fetch the remote's notes and experiment refs (works before `setup` too), then merge the notes."""
     git_remotes.fetch(root, remote, fetch_refspecs(remote))
-    merged = merge_notes(root, remote)
-    return f"fetched autogk notes and refs from {remote}" + (f"; merged notes: {', '.join(merged)}" if merged else "")
+    merged, kept = merge_notes(root, remote)
+    return (f"fetched autogk notes and refs from {remote}" + (f"; merged notes: {', '.join(merged)}" if merged else "")
+            + (f"; kept this clone's own note on {len(kept)} commit(s) that {remote} had changed or removed: "
+               f"{', '.join(c[:10] for c in kept[:5])}" if kept else ""))
 
 
-def merge_notes(root: Path, remote: str) -> list[str]:
-    """Merge each fetched `refs/notes/remotes/<remote>/autogk/X` into `refs/notes/autogk/X`."""
+def merge_notes(root: Path, remote: str) -> tuple[list[str], list[str]]:
+    """Merge each fetched `refs/notes/remotes/<remote>/autogk/X` into `refs/notes/autogk/X`. Returns the
+    merged refs' short names and the commits whose local note the remote had changed or removed (each
+    kept as it was here: repo.merge_notes)."""
     prefix = remote_notes_prefix(remote)
-    merged = []
+    merged, kept = [], []
     for name, sha in repo.for_each_ref(root, prefix):
         local = NOTES_PREFIX + name[len(prefix):]
         have = repo.rev(root, local)
         if have == sha or (have and repo.is_ancestor(root, sha, have)):
             continue
-        repo.merge_notes(root, local, name, env=identity_env(root))
+        kept += repo.merge_notes(root, local, name, env=identity_env(root))
         merged.append(local.rsplit("/", 1)[-1])
-    return merged
+    return merged, kept

@@ -12,6 +12,8 @@ import pytest
 from conftest import REPO, autogk, autogk_in, git
 from review_support import copy_project, iterate_report, iterated_template
 
+from autogk_git.record.notes import format_result, parse_result
+
 
 @pytest.fixture
 def iterated(template_project, tmp_path_factory, tmp_path):
@@ -178,3 +180,36 @@ def test_remote_setup_of_an_existing_remote_and_its_errors(iterated, tmp_path):
     bad = autogk_in(elsewhere, "remote", "add", "hub", str(hub), check=False)
     assert bad.returncode == 1 and "not inside an autogk project" in bad.stderr and "autogk init" in bad.stderr
     assert git(elsewhere, "remote").strip() == ""
+
+
+def test_a_note_the_hub_changed_or_removed_does_not_replace_this_clones_own(iterated, tmp_path):
+    """A collaborator fetches this clone's notes, rewrites one (a revert made a keep) and removes
+    another, and pushes: that history descends from ours, so git's notes merge fast-forwarded to it and
+    the hub's verdict replaced the one this clone's judge wrote. Each note held here stays as it was."""
+    no_mlflow = {"AUTOGK_TRACKING_ENABLED": "false"}
+    exps = iterate_report(iterated)["experiments"]
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    autogk_in(iterated, "remote", "add", "hub", str(hub))
+    git(iterated, "push", "-q", "hub", "main")
+    autogk(iterated, "sync", "--push", "--remote", "hub", env=no_mlflow)
+    ref = "autogk/results"
+    mine = {c: git(iterated, "notes", "--ref", ref, "show", c) for c in (exps[0]["commit"], exps[1]["commit"])}
+
+    peer = tmp_path / "peer"
+    git(tmp_path, "clone", "-q", str(hub), str(peer))
+    autogk(peer, "sync", env=no_mlflow)
+    first, second = list(mine)
+    forged = parse_result(mine[first], first)
+    forged["verdict"]["decision"] = "keep" if forged["verdict"]["decision"] != "keep" else "revert"
+    git(peer, "notes", "--ref", ref, "add", "-f", "-m", format_result(forged), first)
+    git(peer, "notes", "--ref", ref, "remove", second)
+    autogk(peer, "sync", "--push", "--remote", "origin", env=no_mlflow)
+    assert parse_result(git(hub, "notes", "--ref", ref, "show", first), first)["verdict"] == forged["verdict"]
+
+    out = autogk(iterated, "sync", "--remote", "hub", env=no_mlflow)
+    for c, text in mine.items():
+        assert git(iterated, "notes", "--ref", ref, "show", c) == text, out.stdout + out.stderr
+    assert "kept this clone's own note on 2 commit(s)" in out.stdout + out.stderr
+    assert {r["number"]: r["decision"] for r in json.loads(autogk_in(iterated, "log", "--json").stdout)} == \
+        {e["number"]: e["decision"] for e in exps}
