@@ -165,11 +165,45 @@ def read_note(root: Path, notes_ref: str, commit: str) -> str | None:
 def write_note(root: Path, notes_ref: str, commit: str, text: str) -> None:
     # A note is a commit on the notes ref: it needs an identity, which a new user may not have set yet.
     git("notes", "--ref", notes_ref, "add", "-f", "-F", "-", commit, cwd=root, input=text, env=identity_env(root))
+    blob = git("notes", "--ref", notes_ref, "list", commit, cwd=root).strip()
+    mark_own(root, [blob])
 
 
 def attach_note(root: Path, notes_ref: str, commit: str, blob: str) -> None:
     """Make the blob (exactly, no message clean-up) commit's note, replacing any."""
     git("notes", "--ref", notes_ref, "add", "-f", "-C", blob, commit, cwd=root, env=identity_env(root))
+    mark_own(root, [blob])
+
+
+# The notes this clone wrote, by blob id, in a file of the git directory that no fetch or push carries:
+# a note fetched from a remote (a collaborator's, or one of ours that someone else then changed) is not
+# in it. merge_notes never lets a remote replace or remove one of these.
+OWN_NOTES = "autogk/own-notes"
+_COMMON: dict[str, Path] = {}
+
+
+def _own_file(root: Path) -> Path:
+    key = str(root)
+    if key not in _COMMON:
+        from autogk_git.git.worktrees import common_dir
+        _COMMON[key] = common_dir(root)
+    return _COMMON[key] / OWN_NOTES
+
+
+def mark_own(root: Path, blobs: list[str]) -> None:
+    """Record note blobs as written by this clone (one line each; appends are whole lines)."""
+    f = _own_file(root)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    with open(f, "a") as out:
+        out.write("".join(b + "\n" for b in blobs if b))
+
+
+def own_notes(root: Path) -> set[str]:
+    """The blob ids of the notes this clone wrote (mark_own)."""
+    try:
+        return set(_own_file(root).read_text().split())
+    except FileNotFoundError:
+        return set()
 
 
 def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, str] | None = None) -> None:
@@ -180,15 +214,17 @@ def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, 
 
 def merge_notes(root: Path, notes_ref: str, other: str, env: dict[str, str] | None = None) -> list[str]:
     """Merge the notes ref other into notes_ref: other's notes on commits notes_ref does not annotate come
-    in; a note notes_ref holds is never replaced or removed. git's `-s ours` settles only the notes both
+    in, and other's updates of notes this clone only fetched (their author changed them); a note this
+    clone wrote (own_notes) is never replaced or removed. git's `-s ours` settles only the notes both
     sides changed since their common history: where only the other side changed or removed one (a clone
     that fetched ours, edited a note and pushed), git takes the other side's, and a notes ref that is an
-    ancestor of other's is fast-forwarded to it. Each such note is put back. Returns the commits whose
-    note was put back."""
+    ancestor of other's is fast-forwarded to it. Each such note of ours is put back. Returns the commits
+    whose note was put back."""
     before = notes_map(root, notes_ref)
     git("notes", "--ref", notes_ref, "merge", "--quiet", "-s", "ours", other, cwd=root, env=env)
     after = notes_map(root, notes_ref)
-    restored = [c for c, blob in before.items() if after.get(c) != blob]
+    own = own_notes(root)
+    restored = [c for c, blob in before.items() if after.get(c) != blob and blob in own]
     for c in restored:
         attach_note(root, notes_ref, c, before[c])
     return restored

@@ -7,8 +7,9 @@ A plain clone brings branches only. autogk adds two fetch refspecs per remote:
     fetch   refs/autogk/*:refs/autogk/*                                kept and archived experiments
 
 Notes are fetched beside the local ones, like remote-tracking branches, and merged in by `merge_notes`
-(a note this clone holds is never replaced or removed by the remote's, whichever side changed it:
-`repo.merge_notes` puts back what git's merge took): fetching never overwrites a note written here. The experiment refs are fetched without `+`, so a clash of two clones'
+(a note this clone wrote is never replaced or removed by the remote's, whichever side changed it:
+`repo.merge_notes` puts back what git's merge took; a note fetched earlier takes its author's update):
+fetching never overwrites a note written here. The experiment refs are fetched without `+`, so a clash of two clones'
 experiment numbers is reported by git rather than silently overwritten.
 
 Pushing is left to the person: any `remote.<name>.push` setting replaces git's own choice of what a
@@ -114,7 +115,7 @@ def fetch(root: Path, remote: str) -> str:
     git_remotes.fetch(root, remote, fetch_refspecs(remote))
     merged, kept = merge_notes(root, remote)
     return (f"fetched autogk notes and refs from {remote}" + (f"; merged notes: {', '.join(merged)}" if merged else "")
-            + (f"; kept this clone's own note on {len(kept)} commit(s) that {remote} had changed or removed: "
+            + (f"; kept the note this clone wrote on {len(kept)} commit(s) that {remote} had changed or removed: "
                f"{', '.join(c[:10] for c in kept[:5])}" if kept else ""))
 
 

@@ -210,6 +210,6 @@ def test_a_note_the_hub_changed_or_removed_does_not_replace_this_clones_own(iter
     out = autogk(iterated, "sync", "--remote", "hub", env=no_mlflow)
     for c, text in mine.items():
         assert git(iterated, "notes", "--ref", ref, "show", c) == text, out.stdout + out.stderr
-    assert "kept this clone's own note on 2 commit(s)" in out.stdout + out.stderr
+    assert "kept the note this clone wrote on 2 commit(s)" in out.stdout + out.stderr
     assert {r["number"]: r["decision"] for r in json.loads(autogk_in(iterated, "log", "--json").stdout)} == \
         {e["number"]: e["decision"] for e in exps}
