@@ -95,3 +95,89 @@ def test_live_lock_refuses_a_second_loop(project):
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+def _scripted_agent(tmp_path, name: str, script: str) -> str:
+    agent = tmp_path / name
+    agent.write_text("#!/bin/sh\n" + script + "\n")
+    agent.chmod(0o755)
+    return str(agent)
+
+
+def test_a_keep_whose_merge_waited_is_measured_again_against_the_trunk_it_lands_on(project, tmp_path):
+    """A keep that could not merge (the trunk's checkout had an edit) waits as a kept ref, and autogk says to
+    commit or stash, then iterate again. The person commits their edit (BLOCK = 32: correct alone), which
+    breaks the kept change (a grid of n/64 blocks: correct only while BLOCK = 64). The next iterate used to
+    merge the kept ref as it was, unjudged against that commit: half the outputs unwritten on the trunk."""
+    kernel = project / "kernels" / "scale" / "kernel.py"
+    grid64 = _scripted_agent(tmp_path, "grid64", "sed -i 's/triton.cdiv(n, BLOCK)/triton.cdiv(n, 64)/' "
+                             "kernels/scale/kernel.py")
+    kernel.write_text(kernel.read_text().replace("BLOCK = 64 ", "BLOCK = 32 ", 1))  # uncommitted, in main's checkout
+    first = autogk_in(project, "iterate", "-n", "1", "--agent", "command", check=False,
+                      env={"AUTOGK_AGENT_COMMAND": grid64})
+    assert first.returncode != 0 and "commit or stash" in first.stdout + first.stderr, first.stdout + first.stderr
+    assert git(project, "for-each-ref", "refs/autogk/kept/")  # kept, not merged
+    git(project, "commit", "-qam", "person: BLOCK = 32")
+    noop = _scripted_agent(tmp_path, "noop", "true")
+    again = autogk_in(project, "iterate", "-n", "1", "--agent", "command", check=False,
+                      env={"AUTOGK_AGENT_COMMAND": noop})
+    text = again.stdout + again.stderr
+    trunk_kernel = kernel.read_text()
+    assert not ("BLOCK = 32 " in trunk_kernel and "triton.cdiv(n, 64)" in trunk_kernel), text
+    assert "#0001 reverted" in text, text
+    assert not git(project, "for-each-ref", "refs/autogk/kept/"), text
+
+
+def test_a_trunk_commit_between_the_freshness_check_and_the_merge_is_not_merged_under(project, tmp_path,
+                                                                                       monkeypatch):
+    """The serial loop checks a keep's freshness, then profiles the new trunk kernel (seconds with ncu on
+    a GPU), then merges: a person's commit in between was merged under the keep without a measurement.
+    Now the merge refuses, the experiment stays open, and the next iterate measures it against that commit."""
+    from autogk_git.loop import profile
+    kernel = project / "kernels" / "scale" / "kernel.py"
+    grid64 = _scripted_agent(tmp_path, "grid64", "sed -i 's/triton.cdiv(n, BLOCK)/triton.cdiv(n, 64)/' "
+                             "kernels/scale/kernel.py")
+
+    def person_commits(*args, **kwargs):
+        kernel.write_text(kernel.read_text().replace("BLOCK = 64 ", "BLOCK = 32 ", 1))
+        git(project, "commit", "-qam", "person: BLOCK = 32")
+        return False
+    monkeypatch.setattr(profile, "after_verdict", person_commits)
+    first = autogk_in(project, "iterate", "-n", "1", "--agent", "command", check=False,
+                      env={"AUTOGK_AGENT_COMMAND": grid64})
+    text = first.stdout + first.stderr
+    assert "moved to" in text and "before its merge: not merged" in text, text
+    assert "triton.cdiv(n, 64)" not in kernel.read_text(), text
+    monkeypatch.undo()
+    noop = _scripted_agent(tmp_path, "noop", "true")
+    again = autogk_in(project, "iterate", "-n", "1", "--agent", "command", check=False,
+                      env={"AUTOGK_AGENT_COMMAND": noop})
+    text = again.stdout + again.stderr
+    assert "#0001 reverted" in text and "triton.cdiv(n, 64)" not in kernel.read_text(), text
+
+
+def test_a_keep_note_this_clone_did_not_write_is_judged_again_before_anything_merges(project):
+    """A teammate's experiment branch and its keep note arrive through a hub (here: a note added with git
+    itself, as a fetch would bring it); the person checks the branch out under its own name. The next
+    iterate used to conclude it on that note: a merge of a kernel this clone's judge never saw."""
+    from autogk_git.record.notes import format_result, parse_result
+    autogk_in(project, "iterate", "-n", "1", "--agent", "tune")
+    [line] = git(project, "notes", "--ref", "autogk/results", "list").splitlines()
+    real = parse_result(git(project, "notes", "--ref", "autogk/results", "show", line.split()[1]))
+    kernel = project / "kernels" / "scale" / "kernel.py"
+    good = kernel.read_text()
+    trunk = git(project, "rev-parse", "main").strip()
+    git(project, "checkout", "-q", "-b", "autogk/scale/0002-faster")
+    kernel.write_text(good.replace("x * scale", "x * 0.0 * scale") if "x * scale" in good else good.replace("scale", "0.0 * scale", 1))
+    git(project, "commit", "-q", "--no-verify", "-am", "faster")
+    sha = git(project, "rev-parse", "HEAD").strip()
+    forged = {**real, "commit": sha, "parent": trunk, "experiment": 2, "branch": "autogk/scale/0002-faster"}
+    forged.pop("against", None)
+    forged["verdict"] = {**real["verdict"], "decision": "keep"}
+    git(project, "notes", "--ref", "autogk/results", "add", "-f", "-m", format_result(forged), sha)
+    git(project, "checkout", "-q", "main")
+    out = autogk_in(project, "conclude", check=False)
+    text = out.stdout + out.stderr
+    assert "not written by this clone" in text and "#0002 reverted" in text, text
+    assert kernel.read_text() == good, text
+    assert not git(project, "for-each-ref", "refs/autogk/kept/scale/0002"), text

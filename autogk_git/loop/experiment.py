@@ -20,7 +20,7 @@ from autogk_git.git import commits, index, merges, repo, worktrees
 from autogk_git.git.run import identity_env
 from autogk_git.loop.background import LOOP_ENV
 from autogk_git.project import Project, Target
-from autogk_git.record.experiments import Experiment, ensure_trunk, load_result, next_number, results, scan, write_plan  # noqa: F401
+from autogk_git.record.experiments import Experiment, ensure_trunk, judged_here, load_result, next_number, results, scan, write_plan  # noqa: F401
 
 Say = Callable[[str], None]
 
@@ -321,6 +321,14 @@ def conclude(project: Project, exp_ref: refs.ExperimentRef, sha: str, result: di
     if decision != "untimed" and repo.rev(project.root, exp_ref.untimed_ref):
         repo.delete_ref(project.root, exp_ref.untimed_ref)  # a held experiment judged since on a timed backend
     if decision == "keep":
+        tip = repo.rev(project.root, refs.branch(project.trunk))
+        measured = result.get("against") or result.get("parent")
+        if tip and measured != tip and not repo.is_ancestor(project.root, sha, tip):
+            # The trunk moved between the keep's freshness check and here (a person's commit while the
+            # profile ran, say): merging now would put a kernel nobody judged on the trunk.
+            raise AutogkError(f"#{exp_ref.number:04d} was kept against {str(measured)[:10]}, but "
+                              f"'{project.trunk}' moved to {tip[:10]} before its merge: not merged",
+                              "run `autogk iterate` again: it measures the keep against the new tip first")
         repo.update_ref(project.root, exp_ref.kept_ref, sha, "autogk: keep")
         merge = merge_into_trunk(project, sha, merge_message(result),
                                  take=taken_paths(project, exp_ref.target, sha, result))

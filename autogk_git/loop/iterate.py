@@ -17,7 +17,7 @@ from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import running_bench_pid
 from autogk_git.loop.check import check_reference, trunk_target
 from autogk_git.loop.lock import RepoLock
-from autogk_git.loop.replay import refresh_if_stale
+from autogk_git.loop.replay import _moved, refresh_if_stale
 from autogk_git.loop.step import Limits, LoopReport, Phases, Tracking, finish, open_experiment
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target, require_input_data
@@ -66,8 +66,25 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
         entry = {"number": number, "commit": tip}
         if e.state != "open":
             result = ex.load_result(project, e.sha)
+            if result and not ex.judged_here(project, e.sha):
+                say(f"#{number:04d}: the result note of {e.sha[:10]} was not written by this clone (fetched from "
+                    "a remote?): it is not taken as this loop's verdict")
+                result = None
             if result:
                 ex.log_if_missing(project, result, say)
+            merged = bool(trunk) and repo.is_ancestor(project.root, e.sha, trunk)
+            if e.state == "kept" and not merged and (result is None or _moved(project, result)):
+                # A kept ref whose merge never happened (a kill, or a merge refused by a dirty checkout) and
+                # the trunk moved since its verdict, or a verdict not written here: measured again first.
+                repo.delete_ref(project.root, ref.kept_ref)
+                if result is None:
+                    say(f"#{number:04d}: benchmarking {e.sha[:10]} here before anything is merged")
+                    result = ex.evaluate(project, target, number, e.sha, e.branch, say)
+                sha, result = refresh_if_stale(project, target, number, e.branch, e.sha, result, say)
+                outcome = ex.conclude(project, ref, sha, result, say, stay)
+                done.append({**entry, "commit": sha, "decision": result["verdict"]["decision"],
+                             "reason": result["verdict"].get("reason", ""), "outcome": outcome})
+                continue
             if result and e.state == "kept":
                 ex.conclude(project, ref, e.sha, result, say, stay)
             else:
@@ -84,6 +101,10 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
             continue
         wait_for_background(project, number, tip, say)
         result = ex.load_result(project, tip)
+        if result is not None and not ex.judged_here(project, tip):
+            say(f"#{number:04d}: the result note of {tip[:10]} was not written by this clone (fetched from a "
+                "remote?): it is not taken as this loop's verdict")
+            result = None
         if result is None:
             say(f"#{number:04d}: committed but not benchmarked; benchmarking {tip[:10]} now")
             result = ex.evaluate(project, target, number, tip, e.branch, say)

@@ -69,6 +69,13 @@ def load_result(project: Project, sha: str) -> dict[str, Any] | None:
     return notes.parse_result(text, sha) if text else None
 
 
+def judged_here(project: Project, sha: str) -> bool:
+    """Whether sha's result note was written by this clone (repo.own_notes), not fetched from a remote:
+    only such a note may conclude an experiment (merge it, archive it) without benchmarking it again."""
+    blob = repo.notes_map(project.root, refs.NOTES_RESULTS).get(sha)
+    return bool(blob) and blob in repo.own_notes(project.root)
+
+
 # ------------------------------------------------------------------------------------------------
 # Conclusion
 # ------------------------------------------------------------------------------------------------
