@@ -306,6 +306,13 @@ def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refere
         if values is not None:
             ran.get("stress_skipped", {}).pop(name, None)
             sets.append((name, values, ref))
+    values = stress.scalar_set(definition, base, seed)
+    if values is not None:
+        ref = reference_outputs(reference, values)
+        if usual_ref is None or stress.finite_where(ref, usual_ref):
+            sets.append((stress.SCALARS, values, ref))
+        else:
+            ran.setdefault("stress_skipped", {})[stress.SCALARS] = "the reference's outputs are not finite on it"
     sets += [(name, values, None) for name, values in extra.items()]
     for k, (name, values, ref) in enumerate(sets):
         ref = ref if ref is not None else reference_outputs(reference, values)

@@ -16,7 +16,13 @@ caught by input sets whose values a model does produce:
                   multiplies, then adds) is past an fp32 output's tolerance wherever terms cancel
                   (an H100, 2026-12-06: an honest fp32 x * scale + bias failed it, max abs err 0.125)
 
-Only tensors the judge draws itself are changed: a workload's literal or blob, and what the target's
+    other_scalars every float scalar input (a workload's literal, the generator's or the judge's draw)
+                  times 2^u, |u| in [0.25, 1] drawn from the judge's seed: a kernel that folds the value
+                  every listed workload gives a scalar (a scale, a softmax scale) into its code, and
+                  ignores the argument, is right on the workloads and wrong for any other caller
+
+Only tensors the judge draws itself are changed (other_scalars apart: a scalar is an argument any caller
+may pass, not data a target's generator shapes): a workload's literal or blob, and what the target's
 generator makes, are the target's own valid data (indices, packed caches); a generator opts its float
 tensors in with `STRESS_INPUTS = ("name", ...)` in its inputs.py, and may add its own sets with
 `stress(axes, definition, seed, device) -> {set name: {input name: tensor}}` (inputs it leaves out
@@ -58,6 +64,8 @@ WHAT = {
     "past_fp16": "bf16 rows scaled by 10^4.85..10^5.15, past fp16's range",
     "shifted_rows": "each row shifted by +-1..4 (rows whose mean is not 0)",
 }
+SCALARS = "other_scalars"
+WHAT[SCALARS] = "float scalar inputs other than the listed values (x 2^-1..2^1)"
 SCALE_EXP = 3.0
 OUTLIER = 300.0
 SHRINKS = 3
@@ -139,6 +147,23 @@ def stress_set(name: str, definition: dict, workload: dict, base: list, seed: in
         s = _stressed(name, base[j], gen, exp)
         if s is not None:
             values[j], changed = s, True
+    return values if changed else None
+
+
+def scalar_set(definition: dict, base: list, seed: int) -> list | None:
+    """The usual draw with each float scalar input (no shape) times 2^u, |u| in [0.25, 1]; None without one."""
+    rng = random.Random(seed * 31 + 97)
+    values, changed = list(base), False
+    for j, (name, spec) in enumerate(definition["inputs"].items()):
+        dtype = DTYPES.get(spec["dtype"])
+        if spec.get("shape") is not None or dtype is None or not dtype.is_floating_point:
+            continue
+        factor = 2.0 ** (rng.choice((-1.0, 1.0)) * rng.uniform(0.25, 1.0))
+        v = base[j]
+        if isinstance(v, torch.Tensor) and v.dim() == 0:
+            values[j], changed = v * factor, True
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v != 0:
+            values[j], changed = float(v) * factor, True
     return values if changed else None
 
 

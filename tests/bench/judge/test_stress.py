@@ -311,3 +311,15 @@ def test_dsa_indexer_one_short_at_the_end_of_a_row_is_incorrect_on_last_token_to
     last = int(x["block_table"][0, 2999 // 64]) * 64 + 2999 % 64
     top2 = s.topk(2).indices.tolist()
     assert top2[0] == last and float(s[top2[0]]) > 1.5 * float(s[top2[1]]), (top2, last)
+
+
+def test_a_kernel_that_folds_the_listed_scalar_into_its_code_is_incorrect_on_other_scalars():
+    """Every listed workload passes scale = 1.5; a kernel that ignores its `scale` argument and multiplies
+    by 1.5 passed every check (the stress sets changed tensors only). The honest kernel passes the set."""
+    got = judge(SCALE_DEF, SCALE_WLS[:1], {"honest": (DATA / "scale" / "kernel.py").read_text(),
+                                           "folded": cheat("folds_a_scalar")})
+    w = SCALE_WLS[0]["uuid"]
+    assert got["honest"][w]["status"] == "PASSED" and stress.SCALARS in got["honest"][w]["stress"], got["honest"][w]
+    folded = got["folded"][w]
+    assert folded["status"] == "INCORRECT_NUMERICAL", folded
+    assert f"on stress input set {stress.SCALARS}" in folded["message"], folded
