@@ -186,7 +186,7 @@ def generate(axes: dict, definition: dict, seed: int, device: str, workload: dic
 
 
 def stress(axes: dict, definition: dict, seed: int, device: str, usual: dict) -> dict:
-    """Two sets of the target's own (bench/judge/stress.py runs them after the judge's). `scattered_indices`,
+    """Four sets of the target's own (bench/judge/stress.py runs them after the judge's). `scattered_indices`,
     each token's valid count as in the usual draw, its ids drawn anywhere in the pool's whole blocks
     (distinct, any slot of a page) and placed at random positions of the row, -1 between them. What a
     real indexer hands over; the workload lines' runs start at page boundaries, so a kernel fitted to
@@ -224,6 +224,16 @@ def stress(axes: dict, definition: dict, seed: int, device: str, usual: dict) ->
             r = ckv[int(idx[row, int(valid[-1] if h < heads // 2 else valid[0])])]
             q[row, h] = r * (24.0 / (float(usual["sm_scale"]) * float(r.pow(2).sum().clamp_min(1e-6))))
     sets["ends_peaked"] = {"q_nope": q.to(usual["q_nope"].dtype)}
+    # `padding_row`: the usual indices with the first token's row all -1 (a token with nothing to attend
+    # to: output 0, lse -inf, as the definition's reference gives), the other rows as drawn. No workload's
+    # runs leave a row empty, so a kernel that divides by an empty row's zero sum (NaN) passed them all.
+    empty = idx.clone()
+    empty[0] = -1
+    sets["padding_row"] = {"sparse_indices": empty.to(device)}
+    # `large_logits`: the usual queries times 16 (logits in the tens to hundreds, as a model's attention
+    # reaches): a softmax that exponentiates without subtracting the row's running max overflows to inf
+    # there and is right on the usual draw's logits of a few units.
+    sets["large_logits"] = {"q_nope": (usual["q_nope"].float() * 16.0).to(usual["q_nope"].dtype)}
     return sets
 
 

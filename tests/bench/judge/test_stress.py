@@ -323,3 +323,43 @@ def test_a_kernel_that_folds_the_listed_scalar_into_its_code_is_incorrect_on_oth
     folded = got["folded"][w]
     assert folded["status"] == "INCORRECT_NUMERICAL", folded
     assert f"on stress input set {stress.SCALARS}" in folded["message"], folded
+
+
+def test_dsa_sparse_attention_without_an_empty_row_guard_or_a_running_max_is_incorrect_on_the_targets_sets():
+    """Two kernels right on every listed workload and on the earlier stress sets: one divides an empty
+    row's zero sum (no workload leaves a token without a valid index: NaN there, where the reference gives
+    0 and -inf), one exponentiates the logits without subtracting the running max (right while logits
+    are a few units, inf past ~88). The target's `padding_row` and `large_logits` sets catch each."""
+    definition = json.loads((SA_DIR / "definition.json").read_text())
+    wls = [json.loads(l)["workload"] for l in (SA_DIR / "workloads.jsonl").read_text().splitlines()]
+    small = [w for w in wls if w["axes"]["num_pages"] == 24][:1]
+    start = (SA_DIR / "kernel.py").read_text()
+    swaps = {
+        "no_guard": [('    has = total > 0.0\n    lse = tl.where(has, m_safe + tl.log2(tl.where(has, total, 1.0)), float("-inf"))\n'
+                      '    lse_safe = tl.where(has, lse, 0.0)\n', '    lse = m_safe + tl.log2(total)\n'),
+                     ("w = tl.where(has, tl.exp2(ls - lse_safe), 0.0)", "w = tl.exp2(ls - lse)")],
+        "no_max": [('m_i = tl.full([H], float("-inf"), dtype=tl.float32)', "m_i = tl.zeros([H], dtype=tl.float32)"),
+                   ("            m_new = tl.maximum(m_i, tl.max(s, axis=1))\n"
+                    "            m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)  # no valid entry seen yet\n"
+                    "            alpha = tl.exp2(m_i - m_safe)\n"
+                    "            p = tl.exp2(s - m_safe[:, None])\n"
+                    "            l_i = l_i * alpha + tl.sum(p, axis=1)\n",
+                    "            p = tl.exp2(s)\n            l_i = l_i + tl.sum(p, axis=1)\n"),
+                   ("acc = acc * alpha[:, None] + tl.dot(p_hi, kc) + tl.dot(p_lo, kc)\n            m_i = m_new",
+                    "acc = acc + tl.dot(p_hi, kc) + tl.dot(p_lo, kc)")],
+    }
+    kernels = {"start": start}
+    for name, pairs in swaps.items():
+        src = start
+        for old, new in pairs:
+            assert old in src, (name, old)
+            src = src.replace(old, new)
+        kernels[name] = src
+    got = judge(definition, small, kernels, generator=(SA_DIR / "inputs.py").read_text(),
+                listed_axes=stress.listed_axes(definition, wls))
+    u = small[0]["uuid"]
+    assert got["start"][u]["status"] == "PASSED", got["start"][u]
+    assert {"padding_row", "large_logits"} <= set(got["start"][u]["stress"]), got["start"][u]
+    for name, caught_by in (("no_guard", "padding_row"), ("no_max", "large_logits")):
+        assert got[name][u]["status"] == "INCORRECT_NUMERICAL", got[name][u]
+        assert f"on stress input set {caught_by} (the target's own)" in got[name][u]["message"], got[name][u]
