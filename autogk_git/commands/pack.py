@@ -14,6 +14,7 @@ import click
 
 from autogk_git.record import ledger
 from autogk_git.record import refs
+from autogk_git.record.experiments import judged_here
 from autogk_git.errors import AutogkError
 from autogk_git.git import repo, settings
 from autogk_git.project import Project
@@ -56,6 +57,11 @@ def refusal(project: Project, target_rel: str, sha: str, result: dict | None, ju
         return (f"no autogk result judged the kernel at {sha[:10]} (the trunk's starting kernel, or a commit "
                 "made outside an experiment)")
     num = f"#{result.get('experiment', 0):04d}"
+    if not judged_here(project, judged):
+        return (f"the result note of experiment {num} ({judged[:10]}) was not written by this clone: it came "
+                "from a remote (a collaborator's run, or a note someone else wrote), and no judge here has "
+                "run the kernel; run the experiment's kernel through `autogk bench` here, or pack it anyway "
+                "with --force")
     state = next((r.state for r in ledger.rows(project.root, target_name) if r.commit == judged), None)
     v = result.get("verdict") or {}
     if state == "archived":

@@ -157,3 +157,23 @@ def test_mlflow_ui_shows_the_runs_in_a_real_browser(template_project, tmp_path_f
             proc.kill()
     time.sleep(0.5)
     assert proc.returncode is not None
+
+
+def test_pack_refuses_a_kernel_whose_result_note_this_clone_did_not_write(iterated, tmp_path):
+    """A person's commit on the trunk has no note, and pack refuses it; a keep note attached to it from
+    elsewhere (a collaborator's push, merged in by `sync` because the commit had none here) made pack write
+    the kernel as judged. A note not written here vouches for nothing until a judge here runs it."""
+    from autogk_git.record.notes import format_result, parse_result
+    best = json.loads(autogk_in(iterated, "best", "--json").stdout)[0]["experiment"]["commit"]
+    real = parse_result(git(iterated, "notes", "--ref", "autogk/results", "show", best), best)
+    kernel = iterated / "kernels" / "scale" / "kernel.py"
+    kernel.write_text(kernel.read_text().replace("x * scale + b", "x * scale"))  # bias dropped: wrong
+    git(iterated, "commit", "-qam", "by hand")
+    sha = git(iterated, "rev-parse", "HEAD").strip()
+    refused = autogk_in(iterated, "pack", "main", "-o", str(tmp_path / "a.json"), check=False)
+    assert refused.returncode == 1 and "no autogk result judged" in refused.stderr, refused.stderr
+    git(iterated, "notes", "--ref", "autogk/results", "add", "-f", "-m",
+        format_result({**real, "commit": sha, "parent": git(iterated, "rev-parse", "HEAD^").strip()}), sha)
+    out = autogk_in(iterated, "pack", "main", "-o", str(tmp_path / "b.json"), check=False)
+    assert out.returncode == 1 and "was not written by this clone" in out.stderr, out.stdout + out.stderr
+    assert not (tmp_path / "b.json").exists()
