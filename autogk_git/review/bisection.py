@@ -69,10 +69,19 @@ def _add(m: Facts, result: dict[str, Any], label: str, source: str) -> None:
 
 
 def known(root: Path, target: str, path: str, extra_commits: list[str]) -> dict[str, Facts]:
-    """{target tree: Facts} from every result note and bisect note (a few git processes)."""
-    results = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()}
+    """{target tree: Facts} from every result note and bisect note this clone wrote (a few git processes).
+
+    A note fetched from a remote, or added by hand, is no fact here (repo.own_notes): matched by kernel
+    tree, a collaborator's bisect note saying `correct` on their own commit of the same tree would
+    answer for this clone's broken trunk without a benchmark."""
+    own = repo.own_notes(root)
+    mine = {ref: {c for c, blob in repo.notes_map(root, ref).items() if blob in own}
+            for ref in (refs.NOTES_RESULTS, refs.NOTES_BISECT)}
+    results = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()
+               if c in mine[refs.NOTES_RESULTS]}
     results = {c: r for c, r in results.items() if r and r.get("target") == target}
-    marks = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_BISECT).items()}
+    marks = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_BISECT).items()
+             if c in mine[refs.NOTES_BISECT]}
     marks = {c: r for c, r in marks.items() if r and r.get("target") == target}
     parents = {c: r["parent"] for c, r in results.items() if r.get("parent")}
     tmap = kernels.trees(root, sorted({*results, *marks, *parents.values(), *extra_commits}), path)

@@ -8,6 +8,8 @@ import pytest
 from conftest import autogk_in, git
 from review_support import copy_project, iterated_template
 
+from autogk_git.git import repo
+
 
 @pytest.fixture
 def iterated(template_project, tmp_path_factory, tmp_path):
@@ -76,7 +78,9 @@ def test_bisect_finds_a_slowdown_from_latencies_in_notes(project):
         commits.append(sha)
         lat = {a: 10.0 * (1.10 if i >= 6 else 1.0) * (1 + 0.002 * (i % 3)),   # A regresses 10% at 6
                b: 20.0 * (1.30 if i >= 3 else 1.0)}                          # B regresses 30% at 3
-        git(root, "notes", "--ref", "autogk/results", "add", "-f", "-m", _timed_note("scale", sha, i + 1, lat), sha)
+        # written as the loop writes its notes (autogk's own writer): a note added with git itself is no
+        # fact to bisect (test_bisect_takes_no_fact_from_a_note_this_clone_did_not_write)
+        repo.write_note(root, "refs/notes/autogk/results", sha, _timed_note("scale", sha, i + 1, lat))
     git(root, "commit", "-q", "--allow-empty", "-m", "outside the kernel")  # same kernel tree as step 8
     before = _repo_state(root)
 
@@ -94,3 +98,22 @@ def test_bisect_finds_a_slowdown_from_latencies_in_notes(project):
     out = json.loads(autogk_in(root, "bisect", commits[0], "main", "--threshold", "10", "--json").stdout)
     assert out["first_bad"] == commits[3]
     assert _repo_state(root) == before
+
+
+def test_bisect_takes_no_fact_from_a_note_this_clone_did_not_write(iterated):
+    """A collaborator's commit of the same kernel tree as this clone's broken trunk, with a bisect note
+    saying it is correct, arrived through a hub: matched by tree, it answered for the broken trunk and
+    bisect found nothing. A note not written here is no fact: the broken kernel is benchmarked."""
+    root = iterated
+    kernel = root / "kernels/scale/kernel.py"
+    good = git(root, "rev-parse", "main").strip()
+    broken = _commit(root, "simplify masking", "kernels/scale/kernel.py",
+                     kernel.read_text().replace("MASK = True", "MASK = False"))
+    git(root, "commit", "-q", "--allow-empty", "-m", "a collaborator's commit of the same tree")
+    theirs = git(root, "rev-parse", "HEAD").strip()
+    mark = {"schema": 1, "target": "scale", "commit": theirs, "correct": True, "backend": "interpret",
+            "verdict": {"decision": "keep", "reason": "", "figures": ""}}
+    git(root, "notes", "--ref", "autogk/bisect", "add", "-f", "-m",
+        "autogk bisect scale: good\n\n" + json.dumps(mark), theirs)
+    out = json.loads(autogk_in(root, "bisect", good, "main", "--json").stdout)
+    assert out["first_bad"] == broken, out
