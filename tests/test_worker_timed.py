@@ -109,7 +109,7 @@ def test_a_clear_regression_stops_at_the_first_look():
 
 
 def test_a_kernel_that_skips_work_once_timed_fails_in_the_timed_calls():
-    recs, s, _ = run_inprocess(job("ab", workloads=WLS[:1]), {"parent": honest, "candidate": lazy_after(8)})
+    recs, s, _ = run_inprocess(job("ab", workloads=WLS[:1]), {"parent": honest, "candidate": lazy_after(9)})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"] and "poison" in c["message"]
     assert s["rounds"] == 0 and s["outcome"] == "inconclusive"
@@ -175,10 +175,11 @@ def test_a_screened_ab_job_checks_every_workload_and_the_parent_on_one_input_set
     assert {r["status"] for r in recs.values()} == {"PASSED"} and len(recs) == 4 and s["rounds"] == 2
     # timed calls: warm-up + reps + host-latency calls per round, the same for both labels; the
     # correctness calls differ: the parent is called once per workload, the candidate trials + 2 times,
-    # then on the stress sets (scaled_rows, outliers and shifted_rows: the inputs are vectors) and one unlisted shape;
+    # then on the stress sets (scaled_rows, outliers and shifted_rows: the inputs are vectors; other_scalars:
+    # scale) and one unlisted shape;
     # after the last round the parent is timed once more, on the candidate's last sets (rounds.py:
     # settle_pending), for the comparison of its outputs there: one warm-up, the reps and one host call.
-    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2 + 3 + 1) - 1) - 2 * (1 + 4 + 1)
+    assert cand.calls[0] - parent.calls[0] == 2 * ((2 + 2 + 4 + 1) - 1) - 2 * (1 + 4 + 1)
 
 
 def test_reference_calls_an_ab_job_makes():
@@ -195,8 +196,8 @@ def test_reference_calls_an_ab_job_makes():
     recs, _, _ = W_run_with_reference(j, {"parent": honest, "candidate": honest}, ref)
     assert {r["status"] for r in recs.values()} == {"PASSED"}
     # per workload: the candidate's 2 sets + the parent's own one + the set refilled in the same buffers
-    # + 2 verified timed calls + 3 stress sets and 1 unlisted shape.
-    assert ref.calls[0] == 2 * (2 + 1 + 1 + 2 + 4)
+    # + 2 verified timed calls + 4 stress sets and 1 unlisted shape.
+    assert ref.calls[0] == 2 * (2 + 1 + 1 + 2 + 5)
 
 
 def W_run_with_reference(j, kernels, reference):
