@@ -181,3 +181,28 @@ def test_a_keep_note_this_clone_did_not_write_is_judged_again_before_anything_me
     assert "not written by this clone" in text and "#0002 reverted" in text, text
     assert kernel.read_text() == good, text
     assert not git(project, "for-each-ref", "refs/autogk/kept/scale/0002"), text
+
+
+def test_the_tuner_does_not_take_configurations_as_tried_from_notes_this_clone_did_not_write(project):
+    """Revert notes that arrive from a hub (added with git itself here, on commits under experiment refs, as
+    a fetch brings both) listing every one-parameter move from the trunk made the user's tuner stop with
+    nothing left to try: configurations no judge here measured were taken as measured. The loop now decides
+    from the notes this clone wrote; `log` still shows the fetched ones."""
+    from autogk_git.record.notes import format_result, parse_result
+    autogk_in(project, "iterate", "-n", "1", "--agent", "tune")
+    [line] = git(project, "notes", "--ref", "autogk/results", "list").splitlines()
+    real = parse_result(git(project, "notes", "--ref", "autogk/results", "show", line.split()[1]))
+    trunk = git(project, "rev-parse", "main").strip()
+    configs = [{"BLOCK": b, "MASK": m} for b in (32, 64, 128) for m in (True, False)]
+    for i, cfg in enumerate(configs):
+        number = 30 + i
+        sha = git(project, "commit-tree", f"{trunk}^{{tree}}", "-p", trunk, "-m", f"marker {number}").strip()
+        git(project, "update-ref", f"refs/autogk/archive/scale/{number:04d}", sha)
+        forged = {**real, "commit": sha, "parent": trunk, "against": trunk, "experiment": number,
+                  "tunables": cfg, "parent_tunables": cfg, "verdict": {**real["verdict"], "decision": "revert"}}
+        git(project, "notes", "--ref", "autogk/results", "add", "-f", "-m", format_result(forged), sha)
+    shown = {r["number"] for r in json.loads(autogk_in(project, "log", "--json").stdout)}
+    assert set(range(30, 36)) <= shown
+    out = autogk_in(project, "iterate", "-n", "1", "--agent", "tune", check=False)
+    text = out.stdout + out.stderr
+    assert "nothing left to try" not in text and "tune: " in text, text

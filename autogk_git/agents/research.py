@@ -242,7 +242,7 @@ def research(project, target, trigger: str, say: Callable[[str], None], mode: st
     if mode == "auto":
         mode = "anthropic" if api_key() else "offline"
     tip = experiments.ensure_trunk(project, say)
-    history = experiments.results(project, target.name)
+    history = experiments.results(project, target.name, own_only=True)
     after = max((r.get("experiment") or 0 for r in history), default=0)
     art = inspect.write_artifact(project, target)
     stats = json.loads((art.parent / "workloads.json").read_text())

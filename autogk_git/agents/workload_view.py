@@ -111,7 +111,7 @@ def write_artifact(project, target) -> Path:
     # only a timed run gives, so it is absent until one has been.
     from autogk_git.record import floor
     from autogk_git.record.experiments import results
-    history = results(project, target.name)
+    history = results(project, target.name, own_only=True)
     near = floor.prompt_lines(history)
     # Why the kernel is slow where it is slowest: the newest Nsight Compute profile in the notes, or one line
     # saying why there is none (bench/ncu.py).

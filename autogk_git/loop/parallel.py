@@ -242,7 +242,7 @@ class _Scheduler:
         flying = [f.in_flight() for f in self.running.values()]
         # Others may have concluded (or committed) while this one was proposed: repeats are judged as of now.
         run = end_experiment(self.project, self.target, self.agent, self.say, asked, proposal, flying,
-                             history=ex.results(self.project, self.target.name))
+                             history=ex.results(self.project, self.target.name, own_only=True))
         self.opened(run, slot, t0, beside=True)
 
     def agent_stopped(self, e: AgentError, slot: Slot) -> None:

@@ -110,7 +110,7 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
                                       cost)
     say(f"#{number:04d}: kept against {str(parent)[:10]}, but {project.trunk} has moved to {tip[:10]}; "
         "replaying it there and measuring again")
-    avoid = kernels.tried(project.root, project.target(target).rel, ex.results(project, target),
+    avoid = kernels.tried(project.root, project.target(target).rel, ex.results(project, target, own_only=True),
                           also=in_flight, exclude=number)
     new, why = replay_onto(project, target, number, branch, sha, tip, avoid=avoid)
     if new is None:

@@ -173,7 +173,7 @@ def floor_reached(project: Project, target: str) -> str | None:
         return None
     from autogk_git.record import floor
     from autogk_git.record.experiments import results
-    tr = floor.trunk_shares(results(project, target), tip, repo.rev(project.root, f"{tip}^2"))
+    tr = floor.trunk_shares(results(project, target, own_only=True), tip, repo.rev(project.root, f"{tip}^2"))
     if not tr or tr["min_share"] < share:
         return None
     return (f"the trunk is within {share:.0%} of the floor on every workload ({len(tr['shares'])} timed; lowest "

@@ -154,7 +154,7 @@ def begin_experiment(project: Project, target: Target, agent, say: ex.Say, plan=
     """Branch from the search's next node (loop/search.py; `start`: --from) into a worktree of its own,
     and make the agent's context. Git writes: the loop's thread only."""
     tip = ex.ensure_trunk(project, say)
-    history = ex.results(project, target.name)
+    history = ex.results(project, target.name, own_only=True)
     # An agent that searches the tree by rules of its own (the tuner) narrows the frontier it is offered.
     narrow = getattr(agent, "node_filter", None)
     live = narrow(project.config, kernels.kernel_source(project.root, target, tip), history,

@@ -42,7 +42,7 @@ class Research:
         followers, so the parallel loop does not follow a plan more often than [research] follow."""
         from autogk_git.agents import research
         cfg, name, root = self.project.config, self.target.name, self.project.root
-        history = ex.results(self.project, name)
+        history = ex.results(self.project, name, own_only=True)
         plans = research.plans(root, name)
         trigger = self.trigger or research.due(history, cfg, since=plans[-1].after if plans else 0)
         self.trigger = None

@@ -86,10 +86,17 @@ def write_plan(project: Project, sha: str, text: str) -> None:
         repo.write_note(project.root, refs.NOTES_PLANS, sha, text)
 
 
-def results(project: Project, target: str) -> list[dict[str, Any]]:
-    """Result notes of a target's experiments, oldest first (bulk read)."""
+def results(project: Project, target: str, own_only: bool = False) -> list[dict[str, Any]]:
+    """Result notes of a target's experiments, oldest first (bulk read). own_only: only the notes this
+    clone wrote (repo.own_notes), for what the loop decides from them (the search's nodes, the tuner's
+    tried configurations, the agents' history, the research triggers): a fetched note is shown (`log`,
+    `report`), never acted on."""
     exps = scan(project, target)
     shas = [e.sha for e in exps.values() if e.sha]
+    if own_only:
+        own = repo.own_notes(project.root)
+        mine = repo.notes_map(project.root, refs.NOTES_RESULTS)
+        shas = [s for s in shas if mine.get(s) in own]
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS, shas)
     out = []
     for n in sorted(exps):
