@@ -1,6 +1,8 @@
 """Repository operations autogk needs, each a thin, bulk-friendly wrapper over `git`."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import subprocess
 from pathlib import Path
 
@@ -162,15 +164,37 @@ def read_note(root: Path, notes_ref: str, commit: str) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
+@contextlib.contextmanager
+def notes_lock(root: Path):
+    """Hold this repository's notes lock (flock on autogk/notes.flock in the git directory: the file stays, the lock goes with its holder) while writing a notes ref.
+    git updates a notes ref without a compare-and-swap: two writers at once (the loop, `sync`, a hand
+    commit's background benchmark) each build on the ref they read, and the later one drops the other's
+    note. Every note autogk writes goes through here, one writer at a time."""
+    f = _own_file(root).with_name("notes.flock")  # not *.lock: no git lock is ever left behind
+    f.parent.mkdir(parents=True, exist_ok=True)
+    with open(f, "a") as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def write_note(root: Path, notes_ref: str, commit: str, text: str) -> None:
     # A note is a commit on the notes ref: it needs an identity, which a new user may not have set yet.
-    git("notes", "--ref", notes_ref, "add", "-f", "-F", "-", commit, cwd=root, input=text, env=identity_env(root))
-    blob = git("notes", "--ref", notes_ref, "list", commit, cwd=root).strip()
-    mark_own(root, [blob])
+    with notes_lock(root):
+        git("notes", "--ref", notes_ref, "add", "-f", "-F", "-", commit, cwd=root, input=text, env=identity_env(root))
+        blob = git("notes", "--ref", notes_ref, "list", commit, cwd=root).strip()
+        mark_own(root, [blob])
 
 
 def attach_note(root: Path, notes_ref: str, commit: str, blob: str) -> None:
     """Make the blob (exactly, no message clean-up) commit's note, replacing any."""
+    with notes_lock(root):
+        _attach(root, notes_ref, commit, blob)
+
+
+def _attach(root: Path, notes_ref: str, commit: str, blob: str) -> None:
     git("notes", "--ref", notes_ref, "add", "-f", "-C", blob, commit, cwd=root, env=identity_env(root))
     mark_own(root, [blob])
 
@@ -208,8 +232,9 @@ def own_notes(root: Path) -> set[str]:
 
 def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, str] | None = None) -> None:
     """Drop the notes of commits (those without one are no error), in one process."""
-    git("notes", "--ref", notes_ref, "remove", "--ignore-missing", "--stdin", cwd=root,
-        input="\n".join(commits) + "\n", env=env)
+    with notes_lock(root):
+        git("notes", "--ref", notes_ref, "remove", "--ignore-missing", "--stdin", cwd=root,
+            input="\n".join(commits) + "\n", env=env)
 
 
 def merge_notes(root: Path, notes_ref: str, other: str, env: dict[str, str] | None = None) -> list[str]:
@@ -220,13 +245,14 @@ def merge_notes(root: Path, notes_ref: str, other: str, env: dict[str, str] | No
     that fetched ours, edited a note and pushed), git takes the other side's, and a notes ref that is an
     ancestor of other's is fast-forwarded to it. Each such note of ours is put back. Returns the commits
     whose note was put back."""
-    before = notes_map(root, notes_ref)
-    git("notes", "--ref", notes_ref, "merge", "--quiet", "-s", "ours", other, cwd=root, env=env)
-    after = notes_map(root, notes_ref)
-    own = own_notes(root)
-    restored = [c for c, blob in before.items() if after.get(c) != blob and blob in own]
-    for c in restored:
-        attach_note(root, notes_ref, c, before[c])
+    with notes_lock(root):
+        before = notes_map(root, notes_ref)
+        git("notes", "--ref", notes_ref, "merge", "--quiet", "-s", "ours", other, cwd=root, env=env)
+        after = notes_map(root, notes_ref)
+        own = own_notes(root)
+        restored = [c for c, blob in before.items() if after.get(c) != blob and blob in own]
+        for c in restored:
+            _attach(root, notes_ref, c, before[c])
     return restored
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,22 @@ def test_a_note_the_hub_changed_or_removed_does_not_replace_this_clones_own(iter
     assert "kept the note this clone wrote on 2 commit(s)" in out.stdout + out.stderr
     assert {r["number"]: r["decision"] for r in json.loads(autogk_in(iterated, "log", "--json").stdout)} == \
         {e["number"]: e["decision"] for e in exps}
+
+
+def test_two_processes_writing_notes_at_once_lose_none(tmp_path):
+    """git updates a notes ref without a compare-and-swap: two writers at once (the loop and `sync`, or a
+    hand commit's background benchmark) each built on the ref they had read, and the later one dropped the
+    other's notes (48-62 of 80 kept in a red-team run). Every note autogk writes holds the notes lock."""
+    root = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(root))
+    git(root, "commit", "-q", "--allow-empty", "-m", "root")
+    for i in range(60):
+        git(root, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+    shas = git(root, "rev-list", "HEAD").split()[:60]
+    writer = ("import sys\nfrom pathlib import Path\nfrom autogk_git.git import repo\n"
+              "for s in sys.argv[2].split(','):\n"
+              "    repo.write_note(Path(sys.argv[1]), 'refs/notes/autogk/results', s, 'note for ' + s + '\\n')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", writer, str(root), ",".join(shas[k::2])]) for k in (0, 1)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    listed = git(root, "notes", "--ref", "autogk/results", "list").split()[1::2]
+    assert sorted(listed) == sorted(shas), f"{len(listed)} of {len(shas)} notes kept"
