@@ -35,6 +35,15 @@ def pre_commit() -> int:
     # GIT_INDEX_FILE, which must not be stripped here.
     staged = index.staged_names(project.root, inherit=True)
     bad = [p for p in staged if not target.is_editable(p)]
+    taken = _number_taken(project, exp)
+    if taken:
+        from autogk_git.record.experiments import next_number
+        print(f"autogk: branch {exp.branch} names experiment #{exp.number:04d} of target '{exp.target}', which "
+              f"{taken}: its verdict would be recorded, then the loop would take the branch for that experiment "
+              f"and delete it unmerged.\n  rename the branch to the next free number: git branch -m "
+              f"autogk/{exp.target}/{next_number(project, exp.target):04d}-{exp.slug or 'idea'}",
+              file=sys.stderr)
+        return 1
     if bad:
         print(f"autogk: branch {exp.branch} is an experiment on target '{exp.target}'; it may change only "
               f"{target.rel}/{{{','.join(target.editable)}}}, so the measurement compares kernels and nothing else.\n"
@@ -43,6 +52,20 @@ def pre_commit() -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _number_taken(project, exp: refs.ExperimentRef) -> str | None:
+    """Why exp's number is not this branch's to use (None: it is): concluded already (kept, archived or
+    held), or the number of another open experiment branch."""
+    for what, ref in (("was kept", exp.kept_ref), ("was reverted (archived)", exp.archive_ref),
+                      ("is held untimed", exp.untimed_ref)):
+        if repo.rev(project.root, ref):
+            return f"{what} already ({ref})"
+    prefix = f"refs/heads/autogk/{exp.target}/{exp.number:04d}-"
+    others = [name for name, _ in repo.for_each_ref(project.root, prefix + "*") if name != exp.branch_ref]
+    if others:
+        return f"is open already on {others[0][len('refs/heads/'):]}"
+    return None
 
 
 def post_commit() -> int:

@@ -118,3 +118,27 @@ def test_doctor_names_hook_shims_from_an_older_template(project):
     assert "updated this repository's hook shims" in out  # the loop rewrites them before it runs
     assert json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)["project"]["hooks"] == \
         {"post-commit": "installed", "pre-commit": "installed"}
+
+
+def test_a_hand_branch_on_a_number_already_used_is_refused_with_the_next_free_one(project):
+    """The README's hand experiment names its own number. On a number the loop had concluded (archived),
+    the hook judged the commit (a keep), then iterate took the branch for the loop's finished experiment and
+    deleted it unmerged: the person's keep lived only as a note on an unreachable commit. On the number of
+    another open branch, the two experiments were merged into one by `scan`."""
+    autogk_in(project, "iterate", "-n", "2", "--agent", "tune")
+    concluded = git(project, "for-each-ref", "--format=%(refname)", "refs/autogk/").split()
+    number = int(concluded[0].rsplit("/", 1)[1])
+    k = project / "kernels" / "scale" / "kernel.py"
+    git(project, "checkout", "-qb", f"autogk/scale/{number:04d}-mine")
+    k.write_text(k.read_text() + "# a change\n")
+    proc = subprocess.run(["git", "commit", "-qam", "mine"], cwd=project, capture_output=True, text=True)
+    assert proc.returncode != 0 and "already" in proc.stderr, proc.stderr
+    assert "git branch -m autogk/scale/0003-mine" in proc.stderr, proc.stderr
+    git(project, "branch", "-m", "autogk/scale/0003-mine")
+    subprocess.run(["git", "commit", "-qam", "mine"], cwd=project, check=True)
+    # another open branch on that number: refused too
+    git(project, "checkout", "-q", "main")
+    git(project, "checkout", "-qb", "autogk/scale/0003-other")
+    k.write_text(k.read_text() + "# another change\n")
+    proc = subprocess.run(["git", "commit", "-qam", "other"], cwd=project, capture_output=True, text=True)
+    assert proc.returncode != 0 and "is open already on autogk/scale/0003-mine" in proc.stderr, proc.stderr
