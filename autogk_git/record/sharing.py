@@ -10,7 +10,9 @@ Notes are fetched beside the local ones, like remote-tracking branches, and merg
 (a note this clone wrote is never replaced or removed by the remote's, whichever side changed it:
 `repo.merge_notes` puts back what git's merge took; a note fetched earlier takes its author's update):
 fetching never overwrites a note written here. The experiment refs are fetched without `+`, so a clash of two clones'
-experiment numbers is reported by git rather than silently overwritten.
+experiment numbers is reported by git rather than silently overwritten; git still fast-forwards one,
+and `fetch` puts back any ref of this clone's the fetch moved and drops a new one on a number this
+clone has an open branch for (`keep_own_refs`).
 
 Pushing is left to the person: any `remote.<name>.push` setting replaces git's own choice of what a
 plain `git push` sends, so autogk sets none (and removes the ones older versions set). The notes and
@@ -27,7 +29,7 @@ from pathlib import Path
 from autogk_git.git import remotes as git_remotes, repo, settings
 from autogk_git.git.run import identity_env
 
-from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, remote_notes_prefix, NOTES_PREFIX
+from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, ExperimentRef, remote_notes_prefix, NOTES_PREFIX
 
 
 # The commands ask these of sharing, where the rest of a remote's story is told.
@@ -112,11 +114,40 @@ def is_setup(root: Path, remote: str) -> bool:
 
 def fetch(root: Path, remote: str) -> str:
     """Fetch the remote's notes and experiment refs (works before `setup` too), then merge the notes."""
+    before = dict(repo.for_each_ref(root, "refs/autogk/"))
     git_remotes.fetch(root, remote, fetch_refspecs(remote))
+    undone = keep_own_refs(root, before)
     merged, kept = merge_notes(root, remote)
     return (f"fetched autogk notes and refs from {remote}" + (f"; merged notes: {', '.join(merged)}" if merged else "")
+            + (f"; left out {len(undone)} experiment ref(s) of {remote} that would have moved or taken this "
+               f"clone's: {', '.join(undone[:5])}" if undone else "")
             + (f"; kept the note this clone wrote on {len(kept)} commit(s) that {remote} had changed or removed: "
                f"{', '.join(c[:10] for c in kept[:5])}" if kept else ""))
+
+
+def keep_own_refs(root: Path, before: dict[str, str]) -> list[str]:
+    """After a fetch: put back each experiment ref (refs/autogk/...) the fetch moved (without `+`, git still
+    fast-forwards one: a collaborator's child commit would become this clone's kept #N), and drop a new one
+    on a number this clone has an open branch for (the loop would conclude the collaborator's commit as its
+    own experiment and delete the branch). Returns the refs put back or dropped."""
+    undone = []
+    after = dict(repo.for_each_ref(root, "refs/autogk/"))
+    open_numbers = set()
+    for name, _ in repo.for_each_ref(root, "refs/heads/autogk/"):
+        parsed = ExperimentRef.parse(name)
+        if parsed and parsed[0] == "branch":
+            open_numbers.add((parsed[1].target, parsed[1].number))
+    for name, sha in after.items():
+        old = before.get(name)
+        if old is not None and old != sha:
+            repo.update_ref(root, name, old, "autogk sync: keep this clone's experiment ref")
+            undone.append(name)
+        elif old is None:
+            parsed = ExperimentRef.parse(name)
+            if parsed and (parsed[1].target, parsed[1].number) in open_numbers:
+                repo.delete_ref(root, name)
+                undone.append(name)
+    return undone
 
 
 def merge_notes(root: Path, remote: str) -> tuple[list[str], list[str]]:

@@ -233,3 +233,33 @@ def test_two_processes_writing_notes_at_once_lose_none(tmp_path):
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     listed = git(root, "notes", "--ref", "autogk/results", "list").split()[1::2]
     assert sorted(listed) == sorted(shas), f"{len(listed)} of {len(shas)} notes kept"
+
+
+def test_a_remote_cannot_move_this_clones_experiment_refs_or_take_an_open_number(iterated, tmp_path):
+    """autogk fetches refs/autogk/* without `+`, but git still fast-forwards a ref: a collaborator who moved
+    our kept #N onto a child commit of theirs and pushed made `log` and `show` describe their commit as our
+    #N. And a new kept ref on a number this clone has an open branch for made the next iterate conclude the
+    collaborator's commit as that experiment and delete the branch. `sync` now leaves both out, and says so."""
+    no_mlflow = {"AUTOGK_TRACKING_ENABLED": "false"}
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    autogk_in(iterated, "remote", "add", "hub", str(hub))
+    git(iterated, "push", "-q", "hub", "main")
+    autogk(iterated, "sync", "--push", "--remote", "hub", env=no_mlflow)
+    [kept, *_] = git(iterated, "for-each-ref", "--format=%(refname)", "refs/autogk/kept/").split()
+    ours = git(iterated, "rev-parse", kept).strip()
+    git(iterated, "branch", "autogk/scale/0009-open", "main")  # an experiment this clone has open
+
+    peer = tmp_path / "peer"
+    git(tmp_path, "clone", "-q", str(hub), str(peer))
+    autogk(peer, "sync", env=no_mlflow)
+    child = git(peer, "commit-tree", f"{ours}^{{tree}}", "-p", ours, "-m", "theirs").strip()
+    git(peer, "update-ref", kept, child)
+    git(peer, "update-ref", "refs/autogk/kept/scale/0009", child)
+    git(peer, "push", "-q", "origin", f"{kept}:{kept}", "refs/autogk/kept/scale/0009:refs/autogk/kept/scale/0009")
+
+    out = autogk(iterated, "sync", "--remote", "hub", env=no_mlflow)
+    text = out.stdout + out.stderr
+    assert git(iterated, "rev-parse", kept).strip() == ours, text
+    assert not git(iterated, "for-each-ref", "refs/autogk/kept/scale/0009"), text
+    assert "left out 2 experiment ref(s)" in text, text
