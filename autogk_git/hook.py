@@ -61,10 +61,10 @@ def _number_taken(project, exp: refs.ExperimentRef) -> str | None:
                       ("is held untimed", exp.untimed_ref)):
         if repo.rev(project.root, ref):
             return f"{what} already ({ref})"
-    prefix = f"refs/heads/autogk/{exp.target}/{exp.number:04d}-"
-    others = [name for name, _ in repo.for_each_ref(project.root, prefix + "*") if name != exp.branch_ref]
+    others = [name for name, _ in repo.for_each_ref(project.root, refs.branches_of(exp.target, exp.number))
+              if name != exp.branch_ref]
     if others:
-        return f"is open already on {others[0][len('refs/heads/'):]}"
+        return f"is open already on {refs.short_branch(others[0])}"
     return None
 
 

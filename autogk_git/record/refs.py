@@ -31,6 +31,17 @@ BRANCH_PREFIX = "refs/heads/autogk/"
 KEPT_PREFIX = "refs/autogk/kept/"
 ARCHIVE_PREFIX = "refs/autogk/archive/"
 UNTIMED_PREFIX = "refs/autogk/untimed/"
+EXPERIMENTS_PREFIX = "refs/autogk/"  # the kept, archived and held experiments (KEPT_PREFIX, ...)
+
+
+def branches_of(target: str, number: int) -> str:
+    """The for-each-ref pattern of every branch of one experiment number."""
+    return f"{BRANCH_PREFIX}{target}/{number:04d}-*"
+
+
+def short_branch(ref: str) -> str:
+    """refs/heads/NAME -> NAME."""
+    return ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
 
 _BRANCH_RE = re.compile(r"^refs/heads/autogk/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})-(?P<slug>[a-z0-9-]*)$")
 _DONE_RE = re.compile(r"^refs/autogk/(?P<kind>kept|archive|untimed)/(?P<target>[A-Za-z0-9_.-]+)/(?P<num>\d{4,})$")

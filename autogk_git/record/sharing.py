@@ -29,7 +29,8 @@ from pathlib import Path
 from autogk_git.git import remotes as git_remotes, repo, settings
 from autogk_git.git.run import identity_env
 
-from autogk_git.record.refs import NOTES_FETCH, PUSH, REFS_FETCH, ExperimentRef, remote_notes_prefix, NOTES_PREFIX
+from autogk_git.record.refs import (BRANCH_PREFIX, EXPERIMENTS_PREFIX, NOTES_FETCH, PUSH, REFS_FETCH, ExperimentRef,
+                                    remote_notes_prefix, NOTES_PREFIX)
 
 
 # The commands ask these of sharing, where the rest of a remote's story is told.
@@ -114,7 +115,7 @@ def is_setup(root: Path, remote: str) -> bool:
 
 def fetch(root: Path, remote: str) -> str:
     """Fetch the remote's notes and experiment refs (works before `setup` too), then merge the notes."""
-    before = dict(repo.for_each_ref(root, "refs/autogk/"))
+    before = dict(repo.for_each_ref(root, EXPERIMENTS_PREFIX))
     git_remotes.fetch(root, remote, fetch_refspecs(remote))
     undone = keep_own_refs(root, before)
     merged, kept = merge_notes(root, remote)
@@ -131,9 +132,9 @@ def keep_own_refs(root: Path, before: dict[str, str]) -> list[str]:
     on a number this clone has an open branch for (the loop would conclude the collaborator's commit as its
     own experiment and delete the branch). Returns the refs put back or dropped."""
     undone = []
-    after = dict(repo.for_each_ref(root, "refs/autogk/"))
+    after = dict(repo.for_each_ref(root, EXPERIMENTS_PREFIX))
     open_numbers = set()
-    for name, _ in repo.for_each_ref(root, "refs/heads/autogk/"):
+    for name, _ in repo.for_each_ref(root, BRANCH_PREFIX):
         parsed = ExperimentRef.parse(name)
         if parsed and parsed[0] == "branch":
             open_numbers.add((parsed[1].target, parsed[1].number))
