@@ -69,8 +69,7 @@ def plans(root, target: str) -> list[Plan]:
     """Every research plan of a target that this clone wrote, oldest first (a few git processes). A plan
     note fetched from a remote (or added by hand) is neither followed nor counted: the agents would be
     told to follow a collaborator's (or anyone's) text, and a large `after` in it would mute the triggers."""
-    own = repo.own_notes(root)
-    mine = {c for c, blob in repo.notes_map(root, refs.NOTES_PLANS).items() if blob in own}
+    mine = repo.own_noted(root, refs.NOTES_PLANS)
     out = [p for c, t in repo.read_notes(root, refs.NOTES_PLANS).items()
            if c in mine and (p := parse_plan(c, t)) and p.target == target]
     return sorted(out, key=lambda p: (p.after, p.meta.get("created", "")))

@@ -230,6 +230,13 @@ def own_notes(root: Path) -> set[str]:
         return set()
 
 
+def own_noted(root: Path, notes_ref: str) -> set[str]:
+    """The commits whose note on notes_ref this clone wrote (own_notes): what the loop, `pack`, `bisect`
+    and the research plans may act on; a note fetched from a remote is shown, never acted on."""
+    own = own_notes(root)
+    return {c for c, blob in notes_map(root, notes_ref).items() if blob in own}
+
+
 def remove_notes(root: Path, notes_ref: str, commits: list[str], env: dict[str, str] | None = None) -> None:
     """Drop the notes of commits (those without one are no error), in one process."""
     with notes_lock(root):

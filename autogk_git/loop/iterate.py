@@ -49,6 +49,17 @@ def left_open(project: Project, target: str) -> list[tuple[int, str]]:
     return [(n, e.branch) for n, e in sorted(ex.scan(project, target).items()) if e.branch is not None]
 
 
+def _verdict_here(project: Project, number: int, sha: str, say: ex.Say) -> dict[str, Any] | None:
+    """sha's result note when this clone wrote it; None when there is none, or it came from elsewhere (a
+    fetch, a hand-added note), which concludes nothing: the commit is benchmarked here first."""
+    result = ex.load_result(project, sha)
+    if result is not None and not ex.judged_here(project, sha):
+        say(f"#{number:04d}: the result note of {sha[:10]} was not written by this clone (fetched from a "
+            "remote?): it is not taken as this loop's verdict")
+        return None
+    return result
+
+
 def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
            stay: bool = False) -> list[dict[str, Any]]:
     """Finish or discard every experiment a stopped loop (or a hand commit) left open (only: that number).
@@ -65,11 +76,7 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
         tip = repo.rev(project.root, ref.branch_ref)
         entry = {"number": number, "commit": tip}
         if e.state != "open":
-            result = ex.load_result(project, e.sha)
-            if result and not ex.judged_here(project, e.sha):
-                say(f"#{number:04d}: the result note of {e.sha[:10]} was not written by this clone (fetched from "
-                    "a remote?): it is not taken as this loop's verdict")
-                result = None
+            result = _verdict_here(project, number, e.sha, say)
             if result:
                 ex.log_if_missing(project, result, say)
             merged = bool(trunk) and repo.is_ancestor(project.root, e.sha, trunk)
@@ -100,11 +107,7 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
             done.append({**entry, "decision": "discarded", "outcome": "discarded (no commit)"})
             continue
         wait_for_background(project, number, tip, say)
-        result = ex.load_result(project, tip)
-        if result is not None and not ex.judged_here(project, tip):
-            say(f"#{number:04d}: the result note of {tip[:10]} was not written by this clone (fetched from a "
-                "remote?): it is not taken as this loop's verdict")
-            result = None
+        result = _verdict_here(project, number, tip, say)
         if result is None:
             say(f"#{number:04d}: committed but not benchmarked; benchmarking {tip[:10]} now")
             result = ex.evaluate(project, target, number, tip, e.branch, say)

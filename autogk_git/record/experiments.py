@@ -72,8 +72,7 @@ def load_result(project: Project, sha: str) -> dict[str, Any] | None:
 def judged_here(project: Project, sha: str) -> bool:
     """Whether sha's result note was written by this clone (repo.own_notes), not fetched from a remote:
     only such a note may conclude an experiment (merge it, archive it) without benchmarking it again."""
-    blob = repo.notes_map(project.root, refs.NOTES_RESULTS).get(sha)
-    return bool(blob) and blob in repo.own_notes(project.root)
+    return sha in repo.own_noted(project.root, refs.NOTES_RESULTS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -94,9 +93,8 @@ def results(project: Project, target: str, own_only: bool = False) -> list[dict[
     exps = scan(project, target)
     shas = [e.sha for e in exps.values() if e.sha]
     if own_only:
-        own = repo.own_notes(project.root)
-        mine = repo.notes_map(project.root, refs.NOTES_RESULTS)
-        shas = [s for s in shas if mine.get(s) in own]
+        mine = repo.own_noted(project.root, refs.NOTES_RESULTS)
+        shas = [s for s in shas if s in mine]
     texts = repo.read_notes(project.root, refs.NOTES_RESULTS, shas)
     out = []
     for n in sorted(exps):

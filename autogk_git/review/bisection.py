@@ -74,9 +74,7 @@ def known(root: Path, target: str, path: str, extra_commits: list[str]) -> dict[
     A note fetched from a remote, or added by hand, is no fact here (repo.own_notes): matched by kernel
     tree, a collaborator's bisect note saying `correct` on their own commit of the same tree would
     answer for this clone's broken trunk without a benchmark."""
-    own = repo.own_notes(root)
-    mine = {ref: {c for c, blob in repo.notes_map(root, ref).items() if blob in own}
-            for ref in (refs.NOTES_RESULTS, refs.NOTES_BISECT)}
+    mine = {ref: repo.own_noted(root, ref) for ref in (refs.NOTES_RESULTS, refs.NOTES_BISECT)}
     results = {c: notes.parse_result(t, c) for c, t in repo.read_notes(root, refs.NOTES_RESULTS).items()
                if c in mine[refs.NOTES_RESULTS]}
     results = {c: r for c, r in results.items() if r and r.get("target") == target}
