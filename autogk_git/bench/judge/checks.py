@@ -292,9 +292,9 @@ def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refere
     except Exception as e:  # the harness's (or the target's inputs.py's) fault, not the kernel's
         raise HarnessFailure(f"could not make the stress input sets: {short_tb(e)}") from e
     sets: list[tuple[str, list | None, tuple | None]] = []
-    for name in stress.SETS:
+    for name in (*stress.SETS, stress.SCALARS):
         values = ref = None
-        for exp in stress.shrunk(stress.SCALE_EXP) if name != "zero_rows" else [stress.SCALE_EXP]:
+        for exp in stress.shrunk(stress.SCALE_EXP) if name not in ("zero_rows", stress.SCALARS) else [stress.SCALE_EXP]:
             values = stress.stress_set(name, definition, wl, base, seed, TARGET, device, exp)
             if values is None:
                 break
@@ -306,13 +306,6 @@ def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refere
         if values is not None:
             ran.get("stress_skipped", {}).pop(name, None)
             sets.append((name, values, ref))
-    values = stress.scalar_set(definition, base, seed)
-    if values is not None:
-        ref = reference_outputs(reference, values)
-        if usual_ref is None or stress.finite_where(ref, usual_ref):
-            sets.append((stress.SCALARS, values, ref))
-        else:
-            ran.setdefault("stress_skipped", {})[stress.SCALARS] = "the reference's outputs are not finite on it"
     sets += [(name, values, None) for name, values in extra.items()]
     for k, (name, values, ref) in enumerate(sets):
         ref = ref if ref is not None else reference_outputs(reference, values)

@@ -64,7 +64,7 @@ WHAT = {
     "past_fp16": "bf16 rows scaled by 10^4.85..10^5.15, past fp16's range",
     "shifted_rows": "each row shifted by +-1..4 (rows whose mean is not 0)",
 }
-SCALARS = "other_scalars"
+SCALARS = "other_scalars"  # run after SETS, by the same loop (stress_set); not in SETS, whose index seeds each set
 WHAT[SCALARS] = "float scalar inputs other than the listed values (x 2^-1..2^1)"
 SCALE_EXP = 3.0
 OUTLIER = 300.0
@@ -139,6 +139,8 @@ def drawn_floats(definition: dict, workload: dict, module: Any) -> list[str]:
 def stress_set(name: str, definition: dict, workload: dict, base: list, seed: int, module: Any,
                device: str, exp: float = SCALE_EXP) -> list | None:
     """The input values of stress set `name` made from the usual draw `base`; None when it changes nothing."""
+    if name == SCALARS:
+        return scalar_set(definition, base, seed)
     names = list(definition["inputs"])
     gen = torch.Generator(device=device).manual_seed(seed * 31 + SETS.index(name))
     values, changed = list(base), False
