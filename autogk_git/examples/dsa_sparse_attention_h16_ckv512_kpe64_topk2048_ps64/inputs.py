@@ -224,11 +224,12 @@ def stress(axes: dict, definition: dict, seed: int, device: str, usual: dict) ->
             r = ckv[int(idx[row, int(valid[-1] if h < heads // 2 else valid[0])])]
             q[row, h] = r * (24.0 / (float(usual["sm_scale"]) * float(r.pow(2).sum().clamp_min(1e-6))))
     sets["ends_peaked"] = {"q_nope": q.to(usual["q_nope"].dtype)}
-    # `padding_row`: the usual indices with the first token's row all -1 (a token with nothing to attend
-    # to: output 0, lse -inf, as the definition's reference gives), the other rows as drawn. No workload's
-    # runs leave a row empty, so a kernel that divides by an empty row's zero sum (NaN) passed them all.
+    # `padding_row`: the usual indices with one token's row all -1 (a token with nothing to attend to:
+    # output 0, lse -inf, as the definition's reference gives; which token, drawn from the seed), the other
+    # rows as drawn. No workload's runs leave a row empty, so a kernel that divides by an empty row's zero
+    # sum (NaN) passed them all.
     empty = idx.clone()
-    empty[0] = -1
+    empty[int(torch.randint(0, t, (1,), generator=gen))] = -1
     sets["padding_row"] = {"sparse_indices": empty.to(device)}
     # `large_logits`: the usual queries times 16 (logits in the tens to hundreds, as a model's attention
     # reaches): a softmax that exponentiates without subtracting the row's running max overflows to inf
