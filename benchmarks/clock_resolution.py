@@ -1,0 +1,136 @@
+"""What the judge's clock could confirm on real GPU runs, read from the result notes their projects left.
+
+    python benchmarks/clock_resolution.py BUNDLE [BUNDLE ...] [--json OUT]
+    python benchmarks/clock_resolution.py --all          # every project bundle under benchmarks/results/
+
+Each timed workload of each experiment has, in its result note, what the judge's own clock saw per round
+(`clock`: the parent's figure, the candidate's claim, the candidate as the judge saw it) and its timed calls
+per window (`calls_per_round`). A candidate is TAMPERED by the clock only when it saw the candidate slower
+than its claim, per call, by more than the limit of `bench/judge/clock.py` (`clock_limit_us`: CLOCK_SLACK
+of the parent's time, and never less than CLOCK_WINDOW_US over the window's calls). So the limit, as a
+share of the parent's time, is the smallest under-report of its own time a candidate could be caught at:
+at or above 1.0 the clock would let even a claim of zero time through, and only the seal (the kernel's
+own process) stands between a patched timer and the verdict.
+
+Per target and window size this prints how many workload records there are, the honest gap the clock saw
+(seen - claimed: every candidate in these runs was an ordinary kernel), and that limit's share of the
+parent. Reads the notes only: no GPU, no torch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def clock_constants() -> tuple[dict, dict, int]:
+    """clock.py's slack, per-window floor and cudagraph passes, read from its source: importing it loads
+    torch (witness.py), which this reader does not need."""
+    import ast
+    tree = ast.parse((REPO / "autogk_git/bench/judge/clock.py").read_text())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in ("CLOCK_SLACK", "CLOCK_WINDOW_US", "CUDAGRAPH_PASSES"):
+                found[name] = ast.literal_eval(node.value)
+    return found["CLOCK_SLACK"], found["CLOCK_WINDOW_US"], found["CUDAGRAPH_PASSES"]
+
+
+SLACK, WINDOW_US, PASSES = clock_constants()
+
+
+def clock_limit_us(parent_us: float, calls: int, method: str | None) -> float:
+    """The per-call gap (seen - claimed) the judge's clock needs before it condemns (clock.clock_failure)."""
+    share, slack_us = SLACK["cuda"]
+    calls = calls * (PASSES if method == "cudagraph" else 1)
+    return max(share * parent_us + slack_us, WINDOW_US["cuda"] / calls if calls else 0.0)
+
+
+def notes_of(bundle: Path) -> list[dict]:
+    """The JSON of every result note in a project bundle."""
+    with tempfile.TemporaryDirectory() as d:
+        run = lambda *a: subprocess.run(["git", *a], cwd=d, capture_output=True, text=True, check=True).stdout  # noqa: E731
+        run("init", "-q")
+        run("fetch", "-q", str(bundle), "refs/notes/*:refs/notes/*")
+        out = []
+        for ref in run("for-each-ref", "--format=%(refname)", "refs/notes/").split():
+            if not ref.endswith("/results"):
+                continue
+            for line in run("notes", "--ref", ref, "list").splitlines():
+                text = run("notes", "--ref", ref, "show", line.split()[1])
+                start = text.find("\n{")
+                if start >= 0:
+                    try:
+                        out.append(json.loads(text[start + 1:]))
+                    except ValueError:
+                        pass
+        return out
+
+
+def records(bundle: Path) -> list[dict]:
+    rows = []
+    for note in notes_of(bundle):
+        target = note.get("target") or bundle.stem.replace("project_", "")
+        wls = ((note.get("stages") or {}).get("ab") or {}).get("workloads") or {}
+        for uuid, rec in (wls.get("candidate") or {}).items():
+            clock, calls = rec.get("clock"), rec.get("calls_per_round")
+            if not clock or not calls or not clock.get("parent"):
+                continue
+            parent = statistics.median(clock["parent"])
+            gap = statistics.median(s - c for s, c in zip(clock["seen"], clock["claimed"]))
+            limit = clock_limit_us(parent, int(calls), rec.get("method"))
+            rows.append({"bundle": str(bundle.relative_to(REPO) if bundle.is_relative_to(REPO) else bundle),
+                         "target": target, "experiment": note.get("experiment"), "workload": uuid,
+                         "calls": int(calls), "method": rec.get("method"), "parent_us": round(parent, 3),
+                         "gap_us": round(gap, 3), "limit_us": round(limit, 3),
+                         "limit_share": round(limit / parent, 4)})
+    return rows
+
+
+def summary(rows: list[dict]) -> list[str]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["target"], r["calls"])].append(r)
+    out = ["| target | calls a window | workload records | parent us (median) | honest gap us a call: median, "
+           "95th pct of abs | limit us a call (median) | limit / parent: median, max | records where the "
+           "clock cannot see a claim of zero (limit >= parent) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (target, calls), rs in sorted(groups.items()):
+        gaps = sorted(abs(r["gap_us"]) for r in rs)
+        p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
+        shares = [r["limit_share"] for r in rs]
+        blind = sum(r["limit_us"] >= r["parent_us"] for r in rs)
+        out.append(f"| {target} | {calls} | {len(rs)} | {statistics.median(r['parent_us'] for r in rs):.2f} | "
+                   f"{statistics.median(r['gap_us'] for r in rs):+.3f}, {p95:.3f} | "
+                   f"{statistics.median(r['limit_us'] for r in rs):.2f} | {statistics.median(shares):.2f}, "
+                   f"{max(shares):.2f} | {blind} of {len(rs)} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bundles", nargs="*", type=Path)
+    ap.add_argument("--all", action="store_true", help="every *.bundle under benchmarks/results/")
+    ap.add_argument("--json", type=Path, help="write every record here")
+    a = ap.parse_args(argv)
+    bundles = list(a.bundles) + (sorted((REPO / "benchmarks/results").rglob("*.bundle")) if a.all else [])
+    if not bundles:
+        ap.error("give a bundle, or --all")
+    rows = [r for b in bundles for r in records(b.resolve())]
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    print(f"{len(rows)} timed workload records with the judge's clock, from {len(bundles)} bundle(s)")
+    print("\n".join(summary(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
