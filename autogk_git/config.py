@@ -79,6 +79,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "timing_mem_mb": Key(int, 1024, "MB of inputs and outputs one round's timed calls of one workload may hold "
                              "(each call gets its own input set): a workload whose call holds more than "
                              "1/reps of it gets fewer calls a round, so noisier rounds", check=_pos, rule="> 0"),
+        "clock_null_window": Key(bool, False, "the judge's clock also times each label's null window (the same "
+                                 "window, no call in it) and records the pair's figure less each process's fixed "
+                                 "cost per window (witness_null_us): a measurement, never a verdict's figure yet"),
         "min_rounds": Key(int, 5, "ab stage: rounds before the first decision", check=_pos, rule="> 0"),
         "max_rounds": Key(int, 40, "ab stage: round budget", check=_pos, rule="> 0"),
         "wide_rounds": Key(int, 200, "ab stage: when the geomean says keep but some workload's bound is still too "

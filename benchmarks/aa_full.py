@@ -133,12 +133,43 @@ def worker(out: Path, target: str, budget_s: float, seed0: int, slower: float = 
                "reason": v.get("reason", "")[:900], "slower": slower,
                "per_workload": {r["uuid"][:8]: round(r["ratio"], 4) for r in v.get("per_workload") or []},
                "statuses": sorted({w.get("status", "?") for st in (bench.get("stages") or {}).values()
-                                   for lab in (st.get("workloads") or {}).values() for w in lab.values()})}
+                                   for lab in (st.get("workloads") or {}).values() for w in lab.values()}),
+               "clock": clock_gaps(bench)}
         with open(out, "a") as f:
             f.write(json.dumps(rec) + "\n")
         print(json.dumps({k2: rec[k2] for k2 in ("seed", "decision", "outcome", "ratio", "rounds", "wall_s")}),
               flush=True)
         k += 1
+
+
+def clock_gaps(bench: dict) -> dict:
+    """Per timed workload of the ab stage: its calls a window and the judge's clock's median gap per call
+    (seen - claimed, us; every candidate here is honest), raw and less each process's null window where
+    `[bench] clock_null_window` was on (AUTOGK_BENCH_CLOCK_NULL_WINDOW=true)."""
+    out = {}
+    for u, rec in (((bench.get("stages") or {}).get("ab") or {}).get("workloads") or {}).get("candidate", {}).items():
+        c = rec.get("clock") or {}
+        if not c.get("seen") or not c.get("claimed"):
+            continue
+        row = {"calls": rec.get("calls_per_round"), "parent_us": round(statistics.median(c["parent"]), 3),
+               "gap": round(statistics.median(a - b for a, b in zip(c["seen"], c["claimed"])), 3)}
+        if c.get("seen_null"):
+            row["gap_null"] = round(statistics.median(a - b for a, b in zip(c["seen_null"], c["claimed"])), 3)
+        out[u[:8]] = row
+    return out
+
+
+def clock_lines(recs: list[dict]) -> list[str]:
+    """The honest gaps the judge's clock saw, raw and (where measured) less the null windows."""
+    rows = [g for r in recs for g in (r.get("clock") or {}).values()]
+    out = []
+    for key, what in (("gap", "raw"), ("gap_null", "less each process's null window")):
+        gaps = sorted(abs(g[key]) for g in rows if key in g)
+        if gaps:
+            out.append(f"judge's clock, |seen - claimed| us a call ({what}), {len(gaps)} workload records: median "
+                       f"{statistics.median(gaps):.3f}, 95th pct {gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]:.3f}, "
+                       f"max {gaps[-1]:.3f}")
+    return out
 
 
 def summarize(d: Path) -> str:
@@ -191,6 +222,7 @@ def _summary(d: Path, kind: str) -> str:
              and not math.isnan(r["worst_workload_ratio"])]
     if worst:
         lines.append(f"worst single-workload ratio seen: {max(worst):.4f}")
+    lines += clock_lines(recs)
     med = f"{statistics.median(ratios):.4f}" if ratios else "-"
     if kind == "aa":
         lines.append(f"RESULTS row: | A/A through the loop's own stages and verdict rule (judge's clock on) | "

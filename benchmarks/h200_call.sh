@@ -31,6 +31,8 @@
 #               judge's clock sees the others' work: 84 of 132 ended TAMPERED or harness error at N=4, so it
 #               is no A/A of the rule (only those that reach it count)
 #   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
+#   clockdiag[=S] benchmarks/witness_diag.py --null-window: honest pairs on sizes 100 to 16M of the scale
+#               target, the judge's clock raw and less each process's null window, beside CUPTI (default 150)
 #   parallel[=S] benchmarks/parallel_throughput.py --k 1,2 -n 8 on PAR_TARGET (default rmsnorm_h4096): experiments
 #               an hour and each experiment's phases (on one GPU K=2 takes turns on it: the phases, not
 #               the speed-up; issue 24's figure needs a two-GPU kind) (default 300)
@@ -138,6 +140,11 @@ for step in "$@"; do
         --out "$W/$s" --gpus 0 --procs "${AA_PROCS:-1}" --budget-s $(( lim - 30 )) --backend local $extra > "$W/$s.log" 2>&1
       log "$s" $?
       python3 benchmarks/aa_full.py --summarize "$W/$s" > "$W/${s}_summary.txt" 2>&1 ;;
+    clockdiag)
+      lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
+      PYTHONPATH=$PWD timeout -k 5 "$lim" python3 benchmarks/witness_diag.py --out "$W/clockdiag" --rounds 6 \
+        --null-window > "$W/clockdiag.log" 2>&1
+      log clockdiag $? ;;
     parallel)
       lim=${lim:-300}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/parallel_throughput.py --k 1,2 -n 8 --target "${PAR_TARGET:-rmsnorm_h4096}" \
@@ -147,7 +154,7 @@ for step in "$@"; do
   esac
   sweep "after $s"
 done
-tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' -C /tmp "$NAME" 2>/dev/null
+tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' -C /tmp "$NAME" 2>/dev/null
 cat "$W/times.txt"
 [ -f "$W/gpu_tests.txt" ] && grep -E "PASSED|FAILED|SKIPPED|XFAIL|ERROR|passed|failed" "$W/gpu_tests.txt" | tail -25
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
@@ -155,6 +162,7 @@ grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
 [ -f "$W/sa_summary.txt" ] && cut -c1-600 "$W/sa_summary.txt"
 [ -f "$W/satune_summary.txt" ] && cut -c1-400 "$W/satune_summary.txt"
+[ -f "$W/clockdiag.log" ] && grep -E "n=" "$W/clockdiag.log" | cut -c1-300
 [ -f "$W/parallel.log" ] && grep -v "^   #" "$W/parallel.log" | tail -8
 for s in aa power; do [ -f "$W/${s}_summary.txt" ] && tail -8 "$W/${s}_summary.txt"; done
 exit 0

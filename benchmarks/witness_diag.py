@@ -1,6 +1,6 @@
 """The judge's clock against each label's own timer, per round, for honest pairs (no verdict).
 
-    PYTHONPATH=$PWD python benchmarks/witness_diag.py --out DIR [--rounds 6] [--timer cupti]
+    PYTHONPATH=$PWD python benchmarks/witness_diag.py --out DIR [--rounds 6] [--timer cupti] [--null-window]
 
 Runs the judge's ab job (two kernel processes, the judge's clock on both) for two honest pairs, a
 Triton kernel against itself and against a multi-kernel torch version of it, on sizes from 100 to
@@ -40,6 +40,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--timer", default="cupti")
     ap.add_argument("--pairs", default="honest:honest,honest:torch_honest")
+    ap.add_argument("--null-window", action="store_true",
+                    help="each label's null window too (clock_null_window): the clock less each process's fixed "
+                         "cost per window, printed beside the raw figure")
     a = ap.parse_args()
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -49,7 +52,8 @@ def main() -> int:
     for pair in a.pairs.split(","):
         p, c = pair.split(":")
         s = {"device": "cuda", "trials": 3, "reps": 20, "warmup": 2, "min_rounds": a.rounds,
-             "max_rounds": a.rounds, "timer": a.timer, "timed": True, "stress": False}
+             "max_rounds": a.rounds, "timer": a.timer, "timed": True, "stress": False,
+             "clock_null_window": a.null_window}
         job = {"version": 1, "stage": "ab", "definition": DEF, "workloads": wls,
                "sources": {"parent": src(p), "candidate": src(c)}, "generator": None, "blob_root": ".",
                "seed": 3, "settings": s}
@@ -60,7 +64,8 @@ def main() -> int:
             rc = out.get("labels", {}).get("candidate", {}).get(wl["uuid"], {})
             print(f"{pair} n={wl['axes']['n']}: parent {rp.get('status')} {rp.get('latency_us')} | "
                   f"candidate {rc.get('status')} {rc.get('latency_us')} ratio {rc.get('ratio_vs_parent')} "
-                  f"clock {rc.get('witness_latency_us')} | {rc.get('message', '')[:300]}", flush=True)
+                  f"clock {rc.get('witness_latency_us')} null-corrected {rc.get('witness_null_us')} | "
+                  f"{rc.get('message', '')[:300]}", flush=True)
     (out_dir / "witness_diag.json").write_text(json.dumps(dump, indent=1, default=str))
     return 0
 

@@ -23,11 +23,16 @@ Requests:
         with `witness` (the judge's own clock, witness.py), inside the request, right before the first
         timed call: -> ("armed",), then <- ("go",); right after the snapshot is queued: -> ("closed",).
         On a GPU, witness holds the judge's two inter-process events: the timed calls wait on its gate,
-        and its end is recorded on the caller's stream after the snapshot.
+        and its end is recorded on the caller's stream after the snapshot. With settings["null_window"]
+        the same request runs the timer's whole sequence (warm-up, flushes, snapshot, gate and end mark)
+        with a call that does nothing in the kernel's place, and Python's garbage collector off: the
+        judge's measure of this process's fixed cost per window (rounds.null_window), where none of
+        the kernel's code is called.
     ("exit",)
 """
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import signal
@@ -51,6 +56,10 @@ def _on(stream):
 
 
 _OPENED: dict = {}  # the judge's inter-process events, opened once each in this process
+
+
+def _nothing(*args) -> None:
+    """The call of a null window (settings["null_window"]): the kernel's place, empty."""
 
 
 def _witness_hooks(conn, witness, device: str):
@@ -239,8 +248,16 @@ def main(argv: list[str]) -> int:
                 # Timed on the default stream, where the caller-stream events of the cupti timer were
                 # seen to catch work left on a side stream (H200, 2026-11-30); on a pool stream the
                 # same cross-check passed such a kernel.
-                t = calls.time_batch(run, sets, outs, warm, warm_outs, settings, timer, device, snaps,
-                                     check=window_checked, gate=gate, close=close)
+                null = bool(settings.get("null_window"))
+                gc_was = gc.isenabled()
+                if null:
+                    gc.disable()  # no finalizer of the kernel's runs inside a window it has no call in
+                try:
+                    t = calls.time_batch(_nothing if null else run, sets, outs, warm, warm_outs, settings, timer,
+                                         device, snaps, check=window_checked, gate=gate, close=close)
+                finally:
+                    if null and gc_was:
+                        gc.enable()
             except KernelFailure as e:
                 conn.send(("error", e.status, str(e)))
                 continue

@@ -49,9 +49,10 @@ from .status import Status
 def clock_record(w: dict) -> dict:
     """Per round, us a call: the parent's figure, the candidate's claim and the candidate as the judge's
     clock saw it (clock.paired_figures), so a clock verdict can be read back from the record."""
-    rec = {k: [round(x, 3) for x in w[k]] for k in ("parent", "claimed", "seen", "net") if w.get(k)}
-    if w.get("flush_us"):
-        rec["flush_us"] = w["flush_us"]
+    rec = {k: [round(x, 3) for x in w[k]] for k in ("parent", "claimed", "seen", "net", "seen_null") if w.get(k)}
+    for k in ("flush_us", "null_us"):
+        if w.get(k):
+            rec[k] = w[k]
     return rec
 
 def environment(device: str) -> dict:
@@ -188,6 +189,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
             w = f["witness"]
             if w.get("net"):  # net of each label's own flushes: a measurement, not a verdict's figure
                 c["witness_net_us"] = stats.median(w["net"])
+            if w.get("seen_null"):  # less each process's null window: a measurement, not a verdict's figure
+                c["witness_null_us"] = stats.median(w["seen_null"])
             c.update(witness_latency_us=stats.median(w["seen"]), witness_claimed_us=stats.median(w["claimed"]),
                      window_us={k: round(stats.median(v), 3) for k, v in w["window_us"].items()},
                      clock=clock_record(w))

@@ -104,6 +104,9 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
         seen = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
         t = tk.fn.time(given, outs, snaps, warm_set, warm_outs, method_timer.method, settings,
                        witness=(wl["uuid"], sets, seen, longest_s))
+        if settings.get("clock_null_window") and t.get("witness"):
+            t["witness"]["null_us"] = null_window(tk, given, sets, outs, warm_set, warm_outs, definition, axes,
+                                                  device, method_timer.method, settings, wl["uuid"], longest_s)
     elif isinstance(tk.fn, RemoteKernel):
         t = tk.fn.time(sets, outs, snaps, warm_set, warm_outs, method_timer.method, settings)
     else:
@@ -140,6 +143,23 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
             raise relabel(e, where) from None
     phase("verify", t0)
     return t, seen  # every timed call's outputs as the judge holds them: cross_check reads the rest
+
+
+def null_window(tk: TimedKernel, given: list, sets: list, outs: list, warm_set: list, warm_outs: list,
+                definition: dict, axes: dict, device: str, method: str, settings: dict, uuid: str,
+                longest_s: float | None) -> float:
+    """The same label's window again, right after its timed one, with nothing in the kernel's place
+    (kernel_process: settings["null_window"]): the same real inputs written into the same buffers, the same
+    flushes, snapshot and marks, in the same process. Its length is that process's fixed cost per window,
+    which two honest labels' windows differ by whatever the rounds (clock.CLOCK_WINDOW_US); the judge's
+    clock can take it out of the pair's difference (clock.paired_figures: `seen_null`). Only a setting
+    (`clock_null_window`, off by default) turns it on: a measurement until the GPU's figures say what limit
+    it allows. Its outputs are not read: the calls wrote nothing."""
+    junk = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
+    copies = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
+    t = tk.fn.time(given, outs, junk, warm_set, warm_outs, method, {**settings, "null_window": True},
+                   witness=(uuid + ":null", sets, copies, longest_s))
+    return float(t["witness"]["window_us"])
 
 
 def label_failure(tk: TimedKernel, cand: TimedKernel, e: Exception, device: str) -> tuple[str, KernelFailure]:

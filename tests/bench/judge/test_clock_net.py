@@ -41,3 +41,19 @@ def test_flush_times_the_candidate_reports_longer_move_the_net_figure_only():
     assert f["witness"]["net"][0] < 11.5 - 8.0 + 0.5  # the net figure is fooled ...
     bad = clock.clock_failure(f, "cuda")
     assert bad is not None and bad.status == Status.TAMPERED  # ... the verdict is not
+
+
+def test_each_processs_fixed_cost_per_window_cancels_with_null_windows_only():
+    # A/A at 9 us a call whose candidate process's windows run 24 us longer whatever they hold (the
+    # per-process offset of the H100's sparse-attention pairs, benchmarks/clock_resolution.py): the raw
+    # clock sees 1.2 us a call more at 20 calls; less each process's null window (its flushes and its
+    # fixed cost, no calls), none.
+    parent, cand = got(9.0, 9.0, 27.0), got(9.0, 9.0, 27.0, fixed_us=620.0 + 24.0)
+    parent["witness"]["null_us"] = 620.0 + (N + 1) * 27.0
+    cand["witness"]["null_us"] = 620.0 + 24.0 + (N + 1) * 27.0
+    w = rounds_of(parent, cand)["witness"]
+    assert abs(w["seen"][0] - (9.0 + 24.0 / N)) < 1e-9, w["seen"]
+    assert abs(w["seen_null"][0] - 9.0) < 1e-9, w["seen_null"]
+    assert w["null_us"]["candidate"][0] == round(620.0 + 24.0 + 21 * 27.0, 3)
+    # Without them (the default), no such figure.
+    assert "seen_null" not in rounds_of(got(9.0, 9.0, 27.0), got(9.0, 9.0, 27.0))["witness"]

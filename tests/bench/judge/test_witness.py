@@ -40,3 +40,24 @@ def test_a_window_that_never_ends_costs_its_bound_not_the_job_limit():
     assert u[:8] in c["message"] and "timed window" in c["message"], c
     assert out["labels"]["parent"][u]["status"] == "PASSED", out["labels"]["parent"][u]
     assert took < 50, took  # ~10 s of bound plus the job's start-up and checks, against 60 s before
+
+
+def test_a_null_window_times_each_process_without_the_kernels_calls_only_when_asked():
+    # `clock_null_window`: after each label's timed window, the same window in the same process with
+    # nothing in the kernel's place (rounds.null_window). The kernel here sleeps 3 ms a call, 6 calls a
+    # window: a null window that ran its calls would take as long as the timed one.
+    u = WLS[4]["uuid"]
+    out = runner.run_worker(ab_job("sleeps_honest", clock_null_window=True), dict(os.environ, CUDA_VISIBLE_DEVICES=""), 120)
+    c = out["labels"]["candidate"][u]
+    assert c["status"] == "PASSED", c
+    clock = c["clock"]
+    assert len(clock["seen_null"]) == len(clock["seen"]) == 3, clock
+    for label in ("parent", "candidate"):
+        windows = out["labels"]["candidate"][u]["window_us"][label]
+        nulls = clock["null_us"][label]
+        assert len(nulls) == 3 and max(nulls) < windows - 6 * 2500.0, (label, nulls, windows)
+    assert isinstance(c["witness_null_us"], float), c
+    # Off by default: the verdict's figures and rounds are as they were.
+    out = runner.run_worker(ab_job("sleeps_honest"), dict(os.environ, CUDA_VISIBLE_DEVICES=""), 120)
+    c = out["labels"]["candidate"][u]
+    assert c["status"] == "PASSED" and "null_us" not in c["clock"] and "witness_null_us" not in c, c
