@@ -88,7 +88,8 @@ def records(bundle: Path) -> list[dict]:
             parent = statistics.median(clock["parent"])
             gap = statistics.median(s - c for s, c in zip(clock["seen"], clock["claimed"]))
             limit = clock_limit_us(parent, int(calls), rec.get("method"))
-            rows.append({"bundle": str(bundle.relative_to(REPO) if bundle.is_relative_to(REPO) else bundle),
+            rows.append({"rounds": {k: clock[k] for k in ("parent", "claimed", "seen")},
+                         "bundle": str(bundle.relative_to(REPO) if bundle.is_relative_to(REPO) else bundle),
                          "target": target, "experiment": note.get("experiment"), "workload": uuid,
                          "calls": int(calls), "method": rec.get("method"), "parent_us": round(parent, 3),
                          "gap_us": round(gap, 3), "limit_us": round(limit, 3),
@@ -115,11 +116,33 @@ def summary(rows: list[dict]) -> list[str]:
     return out
 
 
+def condemned(rows: list[dict], share: float, slack_us: float, window_us: float) -> list[dict]:
+    """The records clock.clock_failure would condemn with these constants (CLOCK_SLACK["cuda"] = (share,
+    slack_us), CLOCK_WINDOW_US["cuda"] = window_us), from each record's rounds. The notes keep no
+    per-round windows, so the third kind of evidence (the windows' spread against the parent's) is not
+    tried: this counts the t bound and the sign test alone."""
+    from autogk_git.bench.judge import clock
+    saved = clock.CLOCK_SLACK["cuda"], clock.CLOCK_WINDOW_US["cuda"]
+    clock.CLOCK_SLACK["cuda"], clock.CLOCK_WINDOW_US["cuda"] = (share, slack_us), window_us
+    try:
+        out = []
+        for r in rows:
+            f = {"witness": {**r["rounds"], "excess": {}}, "calls": r["calls"], "method": r["method"]}
+            if clock.clock_failure(f, "cuda") is not None:
+                out.append(r)
+        return out
+    finally:
+        clock.CLOCK_SLACK["cuda"], clock.CLOCK_WINDOW_US["cuda"] = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bundles", nargs="*", type=Path)
     ap.add_argument("--all", action="store_true", help="every *.bundle under benchmarks/results/")
     ap.add_argument("--json", type=Path, help="write every record here")
+    ap.add_argument("--try", dest="tries", action="append", default=[], metavar="SHARE,US,WINDOW_US",
+                    help="count the records the clock would condemn with these constants (needs torch: it runs "
+                         "clock.clock_failure); repeat to compare")
     a = ap.parse_args(argv)
     bundles = list(a.bundles) + (sorted((REPO / "benchmarks/results").rglob("*.bundle")) if a.all else [])
     if not bundles:
@@ -129,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
         a.json.write_text(json.dumps(rows, indent=1))
     print(f"{len(rows)} timed workload records with the judge's clock, from {len(bundles)} bundle(s)")
     print("\n".join(summary(rows)))
+    for t in a.tries:
+        share, slack_us, window_us = (float(x) for x in t.split(","))
+        bad = condemned(rows, share, slack_us, window_us)
+        print(f"with CLOCK_SLACK ({share:g}, {slack_us:g} us) and CLOCK_WINDOW_US {window_us:g}: {len(bad)} of "
+              f"{len(rows)} honest records condemned (t bound and sign test; the spread test not tried)")
+        for r in bad[:8]:
+            print(f"  {r['target'][:24]} #{r['experiment']} {r['workload'][:8]} calls {r['calls']} parent "
+                  f"{r['parent_us']} gap {r['gap_us']} limit-share {r['limit_share']}")
     return 0
 
 
