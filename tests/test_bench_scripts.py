@@ -141,3 +141,33 @@ def test_the_parallel_benchmark_builds_its_project_and_sums_the_loops_phases(tmp
     assert s == {"open_s": 3.1, "bench_s": 18.0, "wait_s": 0.5, "conclude_s": 0.8, "benchmarks": 3,
                  "open_alone_s": 0.1, "loop_thread_share": 0.09}
     assert pt.phase_summary({}, 10.0) == {"loop_thread_share": None}  # a report of an autogk without phases
+
+
+def test_clock_resolution_reads_the_limit_a_windows_calls_allow_from_a_projects_notes(tmp_path):
+    import json
+    import subprocess
+    cr = load("clock_resolution")
+    repo = tmp_path / "proj"
+    run = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=repo,  # noqa: E731
+                                    check=True, capture_output=True, text=True).stdout
+    repo.mkdir()
+    run("init", "-q")
+    run("commit", "-q", "--allow-empty", "-m", "exp")
+    # Two workloads: 9 us kernels in windows of 2 calls (the clock's floor, 25 / 2 = 12.5 us a call, is
+    # more than the kernel takes) and in windows of 30 (max(10 % + 1, 25 / 30) = 1.9 us).
+    honest = {"parent": [9.0] * 5, "claimed": [9.0] * 5, "seen": [9.5, 8.8, 9.2, 9.1, 8.9]}
+    note = {"target": "t", "experiment": 1, "stages": {"ab": {"workloads": {"candidate": {
+        "aaaa": {"calls_per_round": 2, "method": "cupti", "clock": honest},
+        "bbbb": {"calls_per_round": 30, "method": "cupti", "clock": honest}}}}}}
+    run("notes", "--ref", "autogk/results", "add", "-m", "autogk t #0001: KEEP\n\n" + json.dumps(note), "HEAD")
+    run("bundle", "create", "-q", str(tmp_path / "p.bundle"), "--all")
+    rows = {r["workload"]: r for r in cr.records(tmp_path / "p.bundle")}
+    assert rows["aaaa"]["limit_us"] == 12.5 and rows["aaaa"]["limit_share"] > 1.0
+    assert abs(rows["bbbb"]["limit_us"] - 1.9) < 1e-9 and abs(rows["bbbb"]["gap_us"] - 0.1) < 1e-9
+    table = "\n".join(cr.summary(list(rows.values())))
+    assert "| t | 2 | 1 |" in table and "1 of 1 |" in table
+    assert cr.condemned(list(rows.values()), 0.10, 1.0, 25.0) == []
+    # A candidate that claims a third of its time is condemned at 30 calls, not at 2.
+    cheat = {**honest, "claimed": [3.0] * 5}
+    lied = [{**r, "rounds": cheat} for r in rows.values()]
+    assert [r["workload"] for r in cr.condemned(lied, 0.10, 1.0, 25.0)] == ["bbbb"]
