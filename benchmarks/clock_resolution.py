@@ -76,7 +76,9 @@ def notes_of(bundle: Path) -> list[dict]:
         return out
 
 
-def records(bundle: Path) -> list[dict]:
+def records(bundle: Path, null: bool = False) -> list[dict]:
+    """Every timed workload record with the judge's clock; null: only those with null windows
+    (`[bench] clock_null_window`), their `seen` the figure less each process's null window."""
     rows = []
     for note in notes_of(bundle):
         target = note.get("target") or bundle.stem.replace("project_", "")
@@ -85,6 +87,10 @@ def records(bundle: Path) -> list[dict]:
             clock, calls = rec.get("clock"), rec.get("calls_per_round")
             if not clock or not calls or not clock.get("parent"):
                 continue
+            if null:
+                if not clock.get("seen_null"):
+                    continue
+                clock = {**clock, "seen": clock["seen_null"]}
             parent = statistics.median(clock["parent"])
             gap = statistics.median(s - c for s, c in zip(clock["seen"], clock["claimed"]))
             limit = clock_limit_us(parent, int(calls), rec.get("method"))
@@ -140,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("bundles", nargs="*", type=Path)
     ap.add_argument("--all", action="store_true", help="every *.bundle under benchmarks/results/")
     ap.add_argument("--json", type=Path, help="write every record here")
+    ap.add_argument("--null", action="store_true",
+                    help="only records with null windows, read less each process's null window (seen_null)")
     ap.add_argument("--try", dest="tries", action="append", default=[], metavar="SHARE,US,WINDOW_US",
                     help="count the records the clock would condemn with these constants (needs torch: it runs "
                          "clock.clock_failure); repeat to compare")
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     bundles = list(a.bundles) + (sorted((REPO / "benchmarks/results").rglob("*.bundle")) if a.all else [])
     if not bundles:
         ap.error("give a bundle, or --all")
-    rows = [r for b in bundles for r in records(b.resolve())]
+    rows = [r for b in bundles for r in records(b.resolve(), a.null)]
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1))
     print(f"{len(rows)} timed workload records with the judge's clock, from {len(bundles)} bundle(s)")

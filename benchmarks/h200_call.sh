@@ -30,7 +30,10 @@
 #               on an H100, 2026-12-06); AA_PROCS=N in the environment runs N at once on the GPU, where the
 #               judge's clock sees the others' work: 84 of 132 ended TAMPERED or harness error at N=4, so it
 #               is no A/A of the rule (only those that reach it count)
-#   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left)
+#   power[=S]   aa_full.py --slower 0.0309 (-3 %), one at a time (default: what is left); AA_TARGET=T in the
+#               environment runs aa or power on target T (default rmsnorm_h4096). Any [bench] key can be set
+#               for a step through the environment, e.g. AUTOGK_BENCH_CLOCK_NULL_WINDOW=true (each label's null
+#               window: aa_summary.txt's clock lines then show the gap less it) or AUTOGK_BENCH_TIMING_MEM_MB=8192
 #   clockdiag[=S] benchmarks/witness_diag.py --null-window: honest pairs on sizes 100 to 16M of the scale
 #               target, the judge's clock raw and less each process's null window, beside CUPTI (default 150)
 #   parallel[=S] benchmarks/parallel_throughput.py --k 1,2 -n 8 on PAR_TARGET (default rmsnorm_h4096): experiments
@@ -137,7 +140,8 @@ for step in "$@"; do
       lim=${lim:-$L}; [ "$lim" -gt "$L" ] && lim=$L
       extra=""; [ "$s" = power ] && extra="--slower 0.0309"
       AUTOGK_AGENT_SANDBOX=none AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/aa_full.py \
-        --out "$W/$s" --gpus 0 --procs "${AA_PROCS:-1}" --budget-s $(( lim - 30 )) --backend local $extra > "$W/$s.log" 2>&1
+        --out "$W/$s" --gpus 0 --procs "${AA_PROCS:-1}" --budget-s $(( lim - 30 )) --backend local \
+        --target "${AA_TARGET:-rmsnorm_h4096}" $extra > "$W/$s.log" 2>&1
       log "$s" $?
       python3 benchmarks/aa_full.py --summarize "$W/$s" > "$W/${s}_summary.txt" 2>&1 ;;
     clockdiag)

@@ -171,3 +171,5 @@ def test_clock_resolution_reads_the_limit_a_windows_calls_allow_from_a_projects_
     cheat = {**honest, "claimed": [3.0] * 5}
     lied = [{**r, "rounds": cheat} for r in rows.values()]
     assert [r["workload"] for r in cr.condemned(lied, 0.10, 1.0, 25.0)] == ["bbbb"]
+    # --null reads the figure less each process's null window, where the record has one.
+    assert cr.records(tmp_path / "p.bundle", null=True) == []
