@@ -30,7 +30,8 @@ def best(target, as_json) -> int:
         click.echo(f"  on {project.trunk} as {b.trunk_commit[:10]}; {b.kept_on_trunk} experiment(s) kept there")
         if r.figures:
             click.echo(f"  figures: {r.figures}")
-        click.echo(f"  judged: {r.coverage}")
+        click.echo(f"  judged: {r.coverage}" + ("" if r.judged_here else
+                   f"; in another clone (its note was fetched): `autogk bench --rev {r.commit[:10]}` judges it here"))
         if r.latency_us is not None:
             click.echo(f"  geomean latency: {r.latency_us:.3f} us" +
                        (f"; {b.speedup_vs_start:.3f}x faster than the trunk's start (product of the kept experiments' "

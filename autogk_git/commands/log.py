@@ -50,7 +50,8 @@ def line(r: ledger.Row) -> str:
             "invalid": "VOID  "}.get(r.decision, r.decision[:6])
     figs = f"  [{r.figures}]" if r.figures else ""
     near = f"  (floor: {r.floor_share:.1%} at worst)" if r.floor_share else ""
-    return f"#{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}{near}"
+    where = "" if r.judged_here else "  (judged in another clone: its note was fetched)"
+    return f"#{r.number:04d} {mark} {r.commit[:10]} {r.hypothesis}{figs}{near}{where}"
 
 
 def tree_lines(items: list[ledger.Row]) -> list[str]:

@@ -107,6 +107,7 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
     try:
         from autogk_git.tracking import mlflow_store
         mlflow_store.check(project)  # a broken store is reported even with nothing to log
+        own = repo.own_noted(project.root, refs.NOTES_RESULTS)  # the rest were judged in another clone
         by_target: dict[str, list] = {}
         for r in current(project, results):
             by_target.setdefault(r["target"], []).append(r)
@@ -117,13 +118,13 @@ def sync_project(project: Project, say, full: bool = False, fetch: bool = True,
             # --full, and runs cut short by a kill: update the existing runs in place, one by one.
             in_place = todo if full else [r for r in todo if r["commit"] in have]
             for i, r in enumerate(in_place, 1):
-                mlflow_store.log_result(project, r, known_new=False)
+                mlflow_store.log_result(project, r, known_new=False, judged_here=r["commit"] in own)
                 say(f"{target}: logged #{r.get('experiment', 0):04d} ({i}/{len(in_place)})")
             logged += len(in_place)
             if not full:
                 new = [r for r in todo if r["commit"] not in have]
                 logged += mlflow_store.log_results(project, new, progress=lambda i, n, r: say(
-                    f"{target}: logged up to #{r.get('experiment', 0):04d} ({i}/{n})"))
+                    f"{target}: logged up to #{r.get('experiment', 0):04d} ({i}/{n})"), own=own)
     except AutogkError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the store: say which store and the fix

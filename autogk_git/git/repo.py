@@ -206,12 +206,17 @@ OWN_NOTES = "autogk/own-notes"
 _COMMON: dict[str, Path] = {}
 
 
-def _own_file(root: Path) -> Path:
+def common_dir(root: Path) -> Path:
+    """worktrees.common_dir, asked of git once per root and process."""
     key = str(root)
     if key not in _COMMON:
-        from autogk_git.git.worktrees import common_dir
-        _COMMON[key] = common_dir(root)
-    return _COMMON[key] / OWN_NOTES
+        from autogk_git.git.worktrees import common_dir as ask
+        _COMMON[key] = ask(root)
+    return _COMMON[key]
+
+
+def _own_file(root: Path) -> Path:
+    return common_dir(root) / OWN_NOTES
 
 
 def mark_own(root: Path, blobs: list[str]) -> None:

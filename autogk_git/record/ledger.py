@@ -18,7 +18,7 @@ from typing import Any
 from autogk_git.record import notes, refs, summaries
 from autogk_git.record.figures import (RATIO_KEYS, coverage_text, geomean, judged_all,  # noqa: F401 - the API
                                       latencies, ratio_vs_parent)
-from autogk_git.git import commits, repo, worktrees
+from autogk_git.git import commits, repo
 
 
 @dataclass
@@ -42,6 +42,7 @@ class Row:
     coverage: str = ""                  # "N of M workloads checked ..." from the verdict
     workload_latency: dict[str, float] = field(default_factory=dict, repr=False)
     floor_share: float | None = None    # the lowest share of its floor over the workloads (record/floor.py)
+    judged_here: bool = True            # False: its result note was fetched, written by another clone
 
     def as_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: its deep copies cost seconds at 10,000 rows.
@@ -59,7 +60,7 @@ CACHE_VERSION = 5  # 5: digests carry the floor share
 
 
 def _cache_path(root) -> Path:
-    return worktrees.common_dir(Path(root)) / "autogk" / "history-cache.json"
+    return repo.common_dir(Path(root)) / "autogk" / "history-cache.json"
 
 
 def _load_cache(root) -> tuple[Path, dict[str, Any]]:
@@ -85,7 +86,12 @@ def _save_cache(path: Path, cache: dict[str, Any]) -> None:
 
 
 def notes_index(root) -> dict[str, dict[str, Any]]:
-    """{annotated commit: summary of its result note}.
+    """{annotated commit: summary of its result note} (indexed_notes)."""
+    return indexed_notes(root)[0]
+
+
+def indexed_notes(root) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """({annotated commit: summary of its result note}, {annotated commit: note blob}).
 
     The summaries written beside each result (record/summaries.py) answer first: a few kilobytes per
     hundred experiments. A result without a valid summary (written before summaries existed, or
@@ -97,7 +103,7 @@ def notes_index(root) -> dict[str, dict[str, Any]]:
     tips = dict(repo.for_each_ref(root, refs.NOTES_RESULTS, refs.NOTES_SUMMARIES))  # both in one process
     tip = tips.get(refs.NOTES_RESULTS)
     if tip is None:
-        return {}
+        return {}, {}
     dirty = False
     if cache.get("notes_tip") == tip and isinstance(cache.get("map"), dict):
         nmap = cache["map"]
@@ -122,7 +128,7 @@ def notes_index(root) -> dict[str, dict[str, Any]]:
         _save_cache(path, cache)
     out = {c: known.get(f"{b}:{c}") for c, b in nmap.items() if c not in short}
     out.update(short)
-    return {c: d for c, d in out.items() if d}
+    return {c: d for c, d in out.items() if d}, nmap
 
 
 def rows(root, target: str | None = None, with_results: bool = False) -> list[Row] | tuple[list[Row], dict]:
@@ -143,7 +149,9 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
         if kind != "branch":
             rec.update(state={"kept": "kept", "archive": "archived", "untimed": "held"}[kind], commit=sha)
     shas = [r["commit"] for r in found.values()]
-    summ = notes_index(root)
+    summ, nmap = indexed_notes(root)
+    mine = repo.own_notes(root) if nmap else set()  # the notes this clone wrote (a file: no git process)
+    own = {c for c, b in nmap.items() if b in mine}
     missing = [s for s in shas if s not in summ]
     info = repo.commit_info(root, missing)
     out = []
@@ -157,7 +165,7 @@ def rows(root, target: str | None = None, with_results: bool = False) -> list[Ro
                        sm.get("figures", ""), sm.get("reason", ""), sm.get("agent", ""), sm.get("backend", ""),
                        sm.get("created", ""), sm.get("parent", ""), bool(sm.get("timed")), sm.get("latency_us"),
                        sm.get("ratio"), bool(sm.get("judged_all")), sm.get("coverage", ""), sm.get("lat") or {},
-                       sm.get("floor")))
+                       sm.get("floor"), c not in summ or c in own))
     if with_results:
         texts = repo.read_notes(root, refs.NOTES_RESULTS, shas)
         results = {c: notes.parse_result(t, c) for c, t in texts.items()}

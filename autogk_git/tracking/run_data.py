@@ -78,9 +78,12 @@ def run_name(result: dict[str, Any]) -> str:
     return f"{result['experiment']:04d} {decision} {result['commit'][:7]} {result.get('hypothesis', '')}"[:250]
 
 
-def run_tags(result: dict[str, Any]) -> dict[str, str]:
+def run_tags(result: dict[str, Any], judged_here: bool = True) -> dict[str, str]:
+    """judged_here: whether this clone wrote the result note (repo.own_noted); `autogk.judged_here` false
+    marks a run `autogk sync` logged from a note fetched from a remote, judged in another clone."""
     verdict = result.get("verdict") or {}
     return {
+        "autogk.judged_here": "true" if judged_here else "false",
         TAG_COMMIT: result["commit"], "autogk.branch": result.get("branch") or "",
         "autogk.parent": result.get("parent") or "", "autogk.verdict": verdict.get("decision", ""),
         "autogk.agent": result.get("agent", ""), "autogk.backend": result.get("backend", ""),

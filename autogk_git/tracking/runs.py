@@ -48,7 +48,8 @@ def link_trace(client, run_id: str, result: dict[str, Any]) -> None:
         client.set_trace_tag(tid, k, v)
 
 
-def log_result(project, result: dict[str, Any], known_new: bool = False, files: dict[str, str] | None = None) -> str:
+def log_result(project, result: dict[str, Any], known_new: bool = False, files: dict[str, str] | None = None,
+               judged_here: bool = True) -> str:
     """Create or update the run for one result note; returns the run id.
 
     known_new: the caller has just listed the logged commits and this one is not among them, so the
@@ -62,7 +63,7 @@ def log_result(project, result: dict[str, Any], known_new: bool = False, files: 
     exp_id = experiment_for(client, project, result)
     run = None if known_new else find_run(client, exp_id, result["commit"])
     verdict = result.get("verdict", {})
-    tags = run_tags(result)
+    tags = run_tags(result, judged_here)
     window = bench_window(result)
     if run is None:
         run = client.create_run(exp_id, tags=tags, run_name=tags["mlflow.runName"],

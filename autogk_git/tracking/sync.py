@@ -84,14 +84,15 @@ def _sql_store(client):
     return store if isinstance(store, SqlAlchemyStore) else None
 
 
-def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
+def log_results(project, results: list[dict[str, Any]], progress=None, own: set[str] | None = None) -> int:
     """Log many result notes that MLflow does not have yet, as new runs; returns how many.
 
     With MLflow's SQL store (the default SQLite one) and a local artifact root, runs, tags, params and
     metrics of SYNC_CHUNK results go in one transaction and the artifacts are written as files where
     the artifact store keeps them: per-run client calls (four transactions and four git processes per
     result) made a sync of 10,000 notes take most of an hour. Anything else (a tracking server, a
-    remote artifact store) falls back to `log_result` per result.
+    remote artifact store) falls back to `log_result` per result. own: the commits whose note this clone
+    wrote (repo.own_noted); the others' runs are tagged `autogk.judged_here` false (None: all its own).
     """
     if not results:
         return 0
@@ -106,14 +107,14 @@ def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
     local = all(e.artifact_location.startswith("file:") for e in exps.values())
     if store is None or not local:
         for i, r in enumerate(results, 1):
-            log_result(project, r, known_new=True)
+            log_result(project, r, known_new=True, judged_here=own is None or r["commit"] in own)
             if progress:
                 progress(i, len(results), r)
         return len(results)
     done = 0
     for start in range(0, len(results), SYNC_CHUNK):
         chunk = results[start:start + SYNC_CHUNK]
-        linked = _insert_runs(project, store, exps, chunk, artifacts.many_run_files(project, chunk))
+        linked = _insert_runs(project, store, exps, chunk, artifacts.many_run_files(project, chunk), own)
         for run_id, result in linked:  # the few with an agent's trace in this store
             link_trace(client, run_id, result)
         for result in chunk:
@@ -125,7 +126,7 @@ def log_results(project, results: list[dict[str, Any]], progress=None) -> int:
     return done
 
 
-def _insert_runs(project, store, exps, chunk, files) -> list[tuple[str, dict[str, Any]]]:
+def _insert_runs(project, store, exps, chunk, files, own: set[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Insert the chunk's runs; returns (run id, result) of those whose note names an agent's trace."""
     import getpass
     import time
@@ -148,7 +149,7 @@ def _insert_runs(project, store, exps, chunk, files) -> list[tuple[str, dict[str
         exp = exps[(result["target"], result.get("kind"))]
         art_uri = f"{exp.artifact_location.rstrip('/')}/{run_id}/artifacts"
         verdict = result.get("verdict", {})
-        its_tags = run_tags(result)
+        its_tags = run_tags(result, own is None or result["commit"] in own)
         runs.append({"run_uuid": run_id, "name": its_tags["mlflow.runName"], "source_type": "UNKNOWN",
                      "source_name": "", "entry_point_name": "", "user_id": user,
                      "status": "FINISHED" if verdict.get("decision") else "FAILED", "start_time": start,

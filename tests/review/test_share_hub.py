@@ -146,6 +146,17 @@ def test_remote_add_then_git_push_and_the_notes_push_share_every_experiment(iter
     synced = json.loads(autogk(clone, "sync", "--json").stdout)
     assert synced["logged"] == len(exps) and synced["fetched_from"] == ["origin"], synced
     assert {r["number"]: r["decision"] for r in json.loads(autogk(clone, "log", "--json").stdout)} == exps
+    # Shown, and marked as judged elsewhere: in `log`, `best` and the MLflow runs sync made of them.
+    assert all(r["judged_here"] for r in json.loads(autogk_in(iterated, "log", "--json").stdout))
+    assert not any(r["judged_here"] for r in json.loads(autogk(clone, "log", "--json").stdout))
+    lines = autogk(clone, "log").stdout.splitlines()
+    assert lines and all("(judged in another clone: its note was fetched)" in ln for ln in lines), lines
+    assert "judged in another clone" not in autogk_in(iterated, "log").stdout
+    from autogk_git.project import Project
+    from autogk_git.tracking import mlflow_store
+    client = mlflow_store._client(Project.find(clone))
+    runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    assert len(runs) == len(exps) and {r.data.tags.get("autogk.judged_here") for r in runs} == {"false"}, runs
     # A remote the clone adds later: with `autogk remote add`, a plain `git fetch` brings the notes.
     text = autogk_in(clone, "remote", "add", "again", str(hub)).stdout
     assert "git fetch now carries autogk's notes" in text and "autogk sync --push --remote again" in text
