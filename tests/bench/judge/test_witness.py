@@ -57,7 +57,4 @@ def test_a_null_window_times_each_process_without_the_kernels_calls_only_when_as
         nulls = clock["null_us"][label]
         assert len(nulls) == 3 and max(nulls) < windows - 6 * 2500.0, (label, nulls, windows)
     assert isinstance(c["witness_null_us"], float), c
-    # Off by default: the verdict's figures and rounds are as they were.
-    out = runner.run_worker(ab_job("sleeps_honest"), dict(os.environ, CUDA_VISIBLE_DEVICES=""), 120)
-    c = out["labels"]["candidate"][u]
-    assert c["status"] == "PASSED" and "null_us" not in c["clock"] and "witness_null_us" not in c, c
+    # (Off by default: test_clock_net's last test; every other timed job here runs without it.)
