@@ -11,7 +11,8 @@ def test_doctor_reports_packages_project_and_backend(project):
     info = json.loads(out.stdout)
     assert info["packages"]["torch"] and info["packages"]["triton"]
     assert info["project"]["trunk"] == "main"
-    assert info["project"]["hooks"] == {"post-commit": "installed", "pre-commit": "installed"}
+    assert info["project"]["hooks"] == {"post-commit": "installed", "pre-commit": "installed",
+         "reference-transaction": "installed"}
     assert info["project"]["targets"]["scale"]["workloads"] == 5
     assert info["anthropic_api_key"] is False
     assert info["problems"] == [] and out.returncode == 0

@@ -117,7 +117,8 @@ def test_doctor_names_hook_shims_from_an_older_template(project):
     out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
     assert "updated this repository's hook shims" in out  # the loop rewrites them before it runs
     assert json.loads(autogk_in(project, "doctor", "--json", check=False).stdout)["project"]["hooks"] == \
-        {"post-commit": "installed", "pre-commit": "installed"}
+        {"post-commit": "installed", "pre-commit": "installed",
+         "reference-transaction": "installed"}
 
 
 def test_a_hand_branch_on_a_number_already_used_is_refused_with_the_next_free_one(project):
@@ -142,3 +143,28 @@ def test_a_hand_branch_on_a_number_already_used_is_refused_with_the_next_free_on
     k.write_text(k.read_text() + "# another change\n")
     proc = subprocess.run(["git", "commit", "-qam", "other"], cwd=project, capture_output=True, text=True)
     assert proc.returncode != 0 and "is open already on autogk/scale/0003-mine" in proc.stderr, proc.stderr
+
+
+def test_a_project_from_before_the_ref_hook_gets_it_with_a_users_own_chained(project, tmp_path):
+    """Projects made before the reference-transaction hook: the loop adds it before it runs, and a hook
+    of that name the user had runs first with the same input. A hand-made move of an experiment ref is
+    refused, and says how to make it on purpose."""
+    hooks = project / ".git" / "hooks"
+    (hooks / "reference-transaction").unlink()
+    seen = tmp_path / "seen.txt"
+    (hooks / "reference-transaction").write_text(f'#!/bin/sh\nwhile read -r o n r; do echo "$1 $r" >> {seen}; done\n')
+    (hooks / "reference-transaction").chmod(0o755)
+    out = autogk_in(project, "iterate", "-n", "0", "--agent", "tune", "--max-time", "0.001").stdout
+    assert "added the reference-transaction hook" in out, out
+    assert (hooks / "reference-transaction.autogk-chained").exists()
+    git(project, "update-ref", "refs/heads/look", "HEAD")
+    assert "prepared refs/heads/look" in seen.read_text()  # the user's hook still runs
+    git(project, "update-ref", "refs/autogk/kept/scale/0001", "HEAD")  # a creation passes
+    other = git(project, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "other").strip()
+    proc = subprocess.run(["git", "update-ref", "refs/autogk/kept/scale/0001", other], cwd=project,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "refused to move refs/autogk/kept/scale/0001" in proc.stderr, proc.stderr
+    assert "AUTOGK_REF_WRITER=1" in proc.stderr
+    subprocess.run(["git", "update-ref", "refs/autogk/kept/scale/0001", other], cwd=project, check=True,
+                   env={**os.environ, "AUTOGK_REF_WRITER": "1"})
+    git(project, "update-ref", "-d", "refs/autogk/kept/scale/0001")  # a deletion passes

@@ -145,10 +145,16 @@ def ways_forward(project: Project, target: str) -> str:
 
 def update_old_shims(root, say) -> None:
     """autogk's hook shims from an older template (they started Python with the checkout's folder first on
-    its path, where a folder named autogk_git ran as the hook) are rewritten before the loop runs."""
+    its path, where a folder named autogk_git ran as the hook) are rewritten before the loop runs; a project
+    from before the reference-transaction hook gets it."""
     from autogk_git.git import hooks as hooks_mod
     from autogk_git.record import refs
-    if "outdated" in hooks_mod.status(root).values():
+    st = hooks_mod.status(root)
+    if "outdated" in st.values():
         hooks_mod.install(root, refs.NOTES_GLOB)
         say("autogk: updated this repository's hook shims (the older ones ran Python from the checkout's top "
             "folder first)")
+    elif st.get(hooks_mod.REF_HOOK) == "missing" and st.get("post-commit") == "installed":
+        hooks_mod.install(root, refs.NOTES_GLOB)
+        say("autogk: added the reference-transaction hook (a plain `git fetch` may no longer move this clone's "
+            "experiment refs: `autogk sync` brings a remote's)")

@@ -14,14 +14,18 @@ from autogk_git.git import settings
 from autogk_git.git.worktrees import common_dir, hooks_dir
 from autogk_git.git.run import git, git_ok
 
-HOOKS = ("post-commit", "pre-commit")
+REF_HOOK = "reference-transaction"  # plain sh (resources/ref_hook.sh): git runs it for every ref update
+HOOKS = ("post-commit", "pre-commit", REF_HOOK)
 REWRITE = ("notes.rewriteRef", "notes.rewrite.amend", "notes.rewrite.rebase")  # what install sets
 MARKER = "autogk-hook v1"
 CHAINED = ".autogk-chained"
 
 
 def shim_text(name: str, python: str | None = None) -> str:
-    """The one hook template, for either hook: the shim finds its own name at run time."""
+    """The hook template for `name`: one for both commit hooks (the shim finds its own name at run time),
+    and the reference-transaction hook's, which starts no Python."""
+    if name == REF_HOOK:
+        return resources.files("autogk_git.resources").joinpath("ref_hook.sh").read_text()
     return (resources.files("autogk_git.resources").joinpath("hook.sh").read_text()
             .replace("@PYTHON@", python or sys.executable).replace("@BOOT@", SAFE_BOOT))
 
@@ -29,6 +33,8 @@ def shim_text(name: str, python: str | None = None) -> str:
 def is_current(path: Path) -> bool:
     """An autogk shim written from today's template (by whichever Python installed it)."""
     text = path.read_text(errors="replace")
+    if path.name == REF_HOOK:
+        return text == shim_text(REF_HOOK)
     found = re.search(r'exec "([^"]*)"', text)
     return bool(found) and text == shim_text(path.name, found.group(1))
 

@@ -20,6 +20,9 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # autogk reads the objects a commit names: a replace ref (refs/replace/) would show the judge one
     # kernel while the commit, once its replace ref is gone, holds another.
     env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    # autogk's own ref updates: the reference-transaction hook (resources/ref_hook.sh) refuses any other
+    # command that moves an experiment ref (a plain `git fetch` of a remote's).
+    env["AUTOGK_REF_WRITER"] = "1"
     if extra:
         env.update(extra)
     return env

@@ -274,3 +274,34 @@ def test_a_remote_cannot_move_this_clones_experiment_refs_or_take_an_open_number
     assert git(iterated, "rev-parse", kept).strip() == ours, text
     assert not git(iterated, "for-each-ref", "refs/autogk/kept/scale/0009"), text
     assert "left out 2 experiment ref(s)" in text, text
+
+
+def test_a_plain_git_fetch_cannot_move_this_clones_experiment_refs(iterated, tmp_path):
+    """`autogk sync` puts back an experiment ref a fetch moved, but a plain `git fetch` (or `git pull`)
+    with the refspecs `autogk remote add` sets fast-forwarded this clone's kept #N onto a collaborator's
+    child commit, and `log` then described their commit as ours. The reference-transaction hook refuses
+    such a move unless autogk makes it; creations, deletions and git's own pack-refs and gc pass."""
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    autogk_in(iterated, "remote", "add", "hub", str(hub))
+    git(iterated, "push", "-q", "hub", "main")
+    autogk(iterated, "sync", "--push", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    [kept, *_] = git(iterated, "for-each-ref", "--format=%(refname)", "refs/autogk/kept/").split()
+    ours = git(iterated, "rev-parse", kept).strip()
+    peer = tmp_path / "peer"  # a plain clone, no autogk hooks: the collaborator moves our kept ref
+    git(tmp_path, "clone", "-q", "--bare", str(hub), str(peer))
+    child = git(peer, "commit-tree", f"{ours}^{{tree}}", "-p", ours, "-m", "theirs").strip()
+    git(peer, "update-ref", kept, child)
+    git(peer, "update-ref", "refs/autogk/kept/scale/0042", child)  # a new one: may come
+    git(peer, "push", "-q", str(hub), f"{kept}:{kept}", "refs/autogk/kept/scale/0042:refs/autogk/kept/scale/0042")
+
+    proc = subprocess.run(["git", "fetch", "hub"], cwd=iterated, capture_output=True, text=True)
+    assert proc.returncode != 0, proc.stderr
+    assert f"refused to move {kept}" in proc.stderr and "autogk sync" in proc.stderr, proc.stderr
+    assert git(iterated, "rev-parse", kept).strip() == ours
+    out = autogk(iterated, "sync", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    assert git(iterated, "rev-parse", kept).strip() == ours, out.stdout + out.stderr
+    assert git(iterated, "rev-parse", "refs/autogk/kept/scale/0042").strip() == child
+    git(iterated, "pack-refs", "--all")
+    git(iterated, "gc", "-q")
+    assert git(iterated, "rev-parse", kept).strip() == ours
