@@ -325,3 +325,20 @@ def test_a_pair_that_shares_outputs_is_refused_unless_the_candidate_is_faster_on
     assert not [v for v in vs if v["decision"] == "keep"], [v["reason"] for v in vs if v["decision"] == "keep"][:2]
     vs = [PairedRatioRule().decide(simulate(Colluding(0.2, 0.9, k), 400 + k, c), c) for k in range(3)]
     assert all(v["decision"] == "keep" for v in vs)  # really 0.9x, claimed ~0.45x: not caught by the rule
+
+
+def test_a_verdict_says_on_which_workloads_the_judges_clock_could_not_catch_a_halved_figure():
+    # The judge records, per timed workload on a GPU, the smallest under-report its clock can catch
+    # (clock_limit_us). Windows of 2 calls of ~9 us kernels (the contest-shaped sparse attention): 12.5 us a
+    # call, more than the kernel takes. The verdict's line says so; the decision is the rule's alone.
+    b = simulate(steady(0.97), 7, cfg())
+    plain = PairedRatioRule().decide(b, cfg())
+    assert "judge's own clock" not in plain["figures"] + plain["reason"]
+    for i, u in enumerate(IDS):
+        b["stages"]["ab"]["workloads"]["candidate"][u].update(
+            clock_limit_us=12.5 if i < 2 else 1.9, clock={"parent": [9.0] * 5})
+    v = PairedRatioRule().decide(b, cfg())
+    assert v["decision"] == plain["decision"]
+    assert ("on 2 the judge's own clock could not have caught a figure under-reported by half"
+            in v["figures"] + v["reason"]), v
+    assert v["coverage"]["clock_weak"] == IDS[:2]

@@ -113,6 +113,19 @@ def paired_figures(f: dict, got: dict, base: str, cand: str, n: int) -> dict:
     return own
 
 
+def clock_limit_us(f: dict, device: str) -> float | None:
+    """The gap (seen - claimed, us a call) beyond which clock_failure condemns this workload's candidate:
+    CLOCK_SLACK of the parent's time, and never less than CLOCK_WINDOW_US over a window's calls. It is the
+    smallest under-report of its own time a candidate can be caught at; None without the clock's figures."""
+    w = f.get("witness")
+    if not w or not w.get("parent"):
+        return None
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    share, slack_us = CLOCK_SLACK[kind]
+    calls = int(f.get("calls") or 0) * (CUDAGRAPH_PASSES if f.get("method") == "cudagraph" else 1)
+    return max(share * stats.median(w["parent"]) + slack_us, CLOCK_WINDOW_US[kind] / calls if calls else 0.0)
+
+
 def clock_failure(f: dict, device: str) -> KernelFailure | None:
     """The candidate's own figures against the judge's clock: a candidate the judge saw slower than it
     claimed, per call, by more than CLOCK_SLACK, made its figures where it runs (a patched timer,
@@ -130,11 +143,9 @@ def clock_failure(f: dict, device: str) -> KernelFailure | None:
     if not w or len(w["seen"]) < 2:
         return None
     kind = "cuda" if device.startswith("cuda") else "cpu"
-    share, slack_us = CLOCK_SLACK[kind]
     gaps = [s - c for s, c in zip(w["seen"], w["claimed"])]
     gap = stats.median(gaps)
-    calls = int(f.get("calls") or 0) * (CUDAGRAPH_PASSES if f.get("method") == "cudagraph" else 1)
-    limit = max(share * stats.median(w["parent"]) + slack_us, CLOCK_WINDOW_US[kind] / calls if calls else 0.0)
+    limit = clock_limit_us(f, device)
     if not gap > limit:
         return None
     _, low, _ = stats.mean_interval(gaps, 2.0 * CLOCK_CONFIDENCE - 1.0)

@@ -39,6 +39,7 @@ import torch
 from . import forks, hygiene, stats
 from .calls import short_tb, warm_profiler
 from .checks import check_all, set_target
+from .clock import clock_limit_us
 from .inputs import Inputs, floor_record, load_reference
 from .kernels import LIMITS, end_children, import_files, ready_kernels, set_starter, start_kernels
 from .profiling import profiled
@@ -194,6 +195,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
             c.update(witness_latency_us=stats.median(w["seen"]), witness_claimed_us=stats.median(w["claimed"]),
                      window_us={k: round(stats.median(v), 3) for k, v in w["window_us"].items()},
                      clock=clock_record(w))
+            if device.startswith("cuda"):  # the smallest under-report the clock could catch here, per call
+                c["clock_limit_us"] = round(clock_limit_us(f, device), 3)
         for k in ("interfered_parent", "interfered_candidate"):
             if f.get(k):
                 c[k] = f[k]

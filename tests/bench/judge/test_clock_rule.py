@@ -114,3 +114,12 @@ def test_an_honest_candidate_put_off_by_a_loaded_hosts_scheduler_is_not_condemne
          "seen": [10000.0, 10300.0, 9800.0], "excess": {"base": [900.0] * 3, "cand": [8400.0, 8700.0, 8200.0]}}
     bad = clock.clock_failure({"witness": w, "calls": 6}, "cpu")
     assert bad is not None and bad.status == Status.TAMPERED, w
+
+
+def test_the_clock_limit_is_the_windows_floor_over_few_calls():
+    # Two calls a window (the contest-shaped sparse attention's memory-capped windows): 25 us / 2 calls is more
+    # than a 9 us kernel takes; 30 calls: 10 % of the parent plus 1 us.
+    f = {"witness": {"parent": [9.0] * 5}, "calls": 2, "method": "cupti"}
+    assert clock.clock_limit_us(f, "cuda") == 12.5
+    assert abs(clock.clock_limit_us({**f, "calls": 30}, "cuda") - 1.9) < 1e-9
+    assert clock.clock_limit_us({"calls": 2}, "cuda") is None
