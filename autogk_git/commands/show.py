@@ -78,6 +78,9 @@ def show(number, target, as_json) -> int:
     where = {"kept": ref.kept_ref, "archived": ref.archive_ref, "held": ref.untimed_ref}.get(row.state,
                                                                                             "its branch (open)")
     click.echo(f"{row.target} #{row.number:04d}  {row.state}  {row.commit}  ({where})\n{row.hypothesis}\n")
+    if result and not row.judged_here:
+        click.echo(f"judged in another clone: its result note was fetched, not written here (`autogk bench --rev "
+                   f"{row.commit[:10]}` judges it on this machine)")
     if result:
         v = result["verdict"]
         click.echo(f"verdict: {v['decision'].upper()} ({v.get('rule')}): {v.get('reason')}")

@@ -152,6 +152,9 @@ def test_remote_add_then_git_push_and_the_notes_push_share_every_experiment(iter
     lines = autogk(clone, "log").stdout.splitlines()
     assert lines and all("(judged in another clone: its note was fetched)" in ln for ln in lines), lines
     assert "judged in another clone" not in autogk_in(iterated, "log").stdout
+    first = min(exps)
+    assert "judged in another clone: its result note was fetched" in autogk(clone, "show", str(first)).stdout
+    assert "judged in another clone" not in autogk_in(iterated, "show", str(first)).stdout
     from autogk_git.project import Project
     from autogk_git.tracking import mlflow_store
     client = mlflow_store._client(Project.find(clone))
