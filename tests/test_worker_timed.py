@@ -579,9 +579,24 @@ def test_figures_rewritten_in_the_kernel_process_disagree_with_the_judges_clock(
     # times both windows and sees the candidate as slow as the parent: the figures are refused. 20 calls
     # a window: a loaded host's scheduler puts a process off by milliseconds, spread over more calls.
     out, c = against_sleeps_honest("rewrites_figures_through_frames", reps=20)
-    assert c["status"] == "TAMPERED" and "judge's own clock" in c["message"], c
-    assert c.get("ratio_vs_parent") is None
+    assert c["status"] in ("PASSED", "TAMPERED"), c
+    assert c.get("ratio_vs_parent") is None or c["ratio_vs_parent"] > 0.9, c  # not the tenth it wrote
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+
+
+def test_figures_rewritten_by_less_than_the_clocks_slack_are_thrown_away():
+    # The same cheat claiming 0.85 of its time: within the judge's clock's slack (on CPU a quarter of the
+    # parent plus 1 ms a call; on a GPU 10 % plus 1 us, and up to 12.5 us a call at two calls a window),
+    # so on the old code it passed as 15 % faster than the kernel it copies. What it rewrites now is a
+    # dict the reply no longer comes from (calls.time_batch: the figures frozen before its
+    # host-latency calls).
+    src = _cheat("rewrites_figures_through_frames")["kernel.py"].replace("SCALE = 0.1", "SCALE = 0.85")
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=20, warmup=2)
+    j["sources"] = {"parent": _cheat("sleeps_honest"), "candidate": {"kernel.py": src}}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    assert c["status"] == "PASSED", c
+    assert c["ratio_vs_parent"] > 0.93, c
 
 
 def test_outputs_computed_before_the_timed_window_are_not_a_speedup():

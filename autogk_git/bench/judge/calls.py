@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from pickle import dumps as _freeze, loads as _thaw
 import time
 import traceback
 from pathlib import Path
@@ -162,7 +163,8 @@ def snapshot_kernels(outs: list) -> int:
 
 
 def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, settings: dict, method_timer,
-               device: str, snaps: list | None = None, check=None, gate=None, close=None) -> dict:
+               device: str, snaps: list | None = None, check=None, gate=None, close=None,
+               spent: list | None = None) -> dict:
     """Time one DPS kernel on one round's input sets, where the kernel lives (its own process, or here
     for tools): warm up, clear any persisting-L2 state, time, then check the kernel left the L2 and the
     caller's stream as the timer expects. Returns the timer's figures plus the host-inclusive latency.
@@ -209,5 +211,15 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
                             "the time unreal; do not set cudaLimitPersistingL2CacheSize or access windows")
     if t.get("stream_gap"):
         raise KernelFailure(Status.STREAM_ORDER, f"while timed: {t['stream_gap']}")
-    t["host_us"] = method_timer.sync_latency(lambda: fn(*warm_set, *warm_outs), int(settings.get("host_calls", 10)))
+    # The kernel's code runs again in the host-latency calls below, and the frames above it hold the
+    # window's figures: what it finds there and changes is thrown away. The figures go back as they were
+    # frozen here (bytes: nothing to change in place); the dict it could reach is kept in `spent` (the
+    # caller holds it until the reply is sent), so that no object it put there is freed, and runs a
+    # finalizer, before then.
+    frozen = _freeze(t)
+    host_us = method_timer.sync_latency(lambda: fn(*warm_set, *warm_outs), int(settings.get("host_calls", 10)))
+    if spent is not None:
+        spent.append(t)
+    t = _thaw(frozen)
+    t["host_us"] = host_us
     return t

@@ -237,7 +237,10 @@ def main(argv: list[str]) -> int:
         elif op == "time":
             _, sets, outs, snaps, warm, warm_outs, method, settings, witness = msg
             held = (sets, outs, snaps, warm, warm_outs)  # noqa: F841 - kept alive on purpose
+            spent: list = []  # the figures the kernel's code could reach (calls.time_batch): freed after the reply
+            gc_was = gc.isenabled()
             gate, close = _witness_hooks(conn, witness, device)
+            lost = None
             try:
                 known = set(calls._DEVICE_TIMERS)
                 timer = calls.device_timer(method) if timing is not None else calls.HostTimer()
@@ -245,33 +248,34 @@ def main(argv: list[str]) -> int:
                 if set(calls._DEVICE_TIMERS) - known:
                     seal.mapping("calls._DEVICE_TIMERS", calls._DEVICE_TIMERS, set(calls._DEVICE_TIMERS) - known)
                     n_marks = len(marks)
+                # Python's collector off for the whole request (and again before the reply, should the
+                # kernel's code have turned it on): no finalizer of the kernel's runs while the figures
+                # exist, and none inside a null window, where none of its code is called.
+                gc.disable()
                 # Timed on the default stream, where the caller-stream events of the cupti timer were
                 # seen to catch work left on a side stream (H200, 2026-11-30); on a pool stream the
                 # same cross-check passed such a kernel.
-                null = bool(settings.get("null_window"))
-                gc_was = gc.isenabled()
-                if null:
-                    gc.disable()  # no finalizer of the kernel's runs inside a window it has no call in
-                try:
-                    t = calls.time_batch(_nothing if null else run, sets, outs, warm, warm_outs, settings, timer,
-                                         device, snaps, check=window_checked, gate=gate, close=close)
-                finally:
-                    if null and gc_was:
-                        gc.enable()
+                t = calls.time_batch(_nothing if settings.get("null_window") else run, sets, outs, warm, warm_outs,
+                                     settings, timer, device, snaps, check=window_checked, gate=gate, close=close,
+                                     spent=spent)
+                gc.disable()
+                # the figures just made went through what was patched: not sent
+                reply = ("error", Status.TAMPERED, f"while timed: {tampered()}") if tampered() else ("ok", t)
             except KernelFailure as e:
-                conn.send(("error", e.status, str(e)))
-                continue
+                reply = ("error", e.status, str(e))
             except BaseException as e:  # noqa: BLE001
                 if timing is not None and isinstance(e, timing.TimerError):
-                    conn.send(("timer_error", f"{type(e).__name__}: {e}"))
-                    continue
-                conn.send(("error", calls.classify(e), f"while timed: {calls.short_tb(e)}"))
-                calls.die_if_context_lost(e, device)
-                continue
-            if tampered():  # the figures just made went through what was patched: not sent
-                conn.send(("error", Status.TAMPERED, f"while timed: {tampered()}"))
-                continue
-            conn.send(("ok", t))
+                    reply = ("timer_error", f"{type(e).__name__}: {e}")
+                else:
+                    reply, lost = ("error", calls.classify(e), f"while timed: {calls.short_tb(e)}"), e
+            try:
+                conn.send(reply)
+            finally:
+                del spent, reply
+                if gc_was:
+                    gc.enable()
+            if lost is not None:
+                calls.die_if_context_lost(lost, device)
 
 
 def entry(argv: list[str]) -> int:
