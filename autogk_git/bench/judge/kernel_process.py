@@ -32,7 +32,6 @@ Requests:
 """
 from __future__ import annotations
 
-import gc
 import os
 import resource
 import signal
@@ -42,6 +41,8 @@ from pathlib import Path
 
 from . import calls, hygiene, sandbox
 from .calls import KernelFailure
+# Bound at import (this module is sealed): a kernel could replace the gc module's own names.
+from gc import disable as _gc_off, enable as _gc_on, isenabled as _gc_is_on
 from .profiling import profiled
 from .seal import seal_process
 from .status import Status
@@ -238,7 +239,7 @@ def main(argv: list[str]) -> int:
             _, sets, outs, snaps, warm, warm_outs, method, settings, witness = msg
             held = (sets, outs, snaps, warm, warm_outs)  # noqa: F841 - kept alive on purpose
             spent: list = []  # the figures the kernel's code could reach (calls.time_batch): freed after the reply
-            gc_was = gc.isenabled()
+            gc_was = _gc_is_on()
             gate, close = _witness_hooks(conn, witness, device)
             lost = None
             try:
@@ -251,14 +252,14 @@ def main(argv: list[str]) -> int:
                 # Python's collector off for the whole request (and again before the reply, should the
                 # kernel's code have turned it on): no finalizer of the kernel's runs while the figures
                 # exist, and none inside a null window, where none of its code is called.
-                gc.disable()
+                _gc_off()
                 # Timed on the default stream, where the caller-stream events of the cupti timer were
                 # seen to catch work left on a side stream (H200, 2026-11-30); on a pool stream the
                 # same cross-check passed such a kernel.
                 t = calls.time_batch(_nothing if settings.get("null_window") else run, sets, outs, warm, warm_outs,
                                      settings, timer, device, snaps, check=window_checked, gate=gate, close=close,
                                      spent=spent)
-                gc.disable()
+                _gc_off()
                 # the figures just made went through what was patched: not sent
                 reply = ("error", Status.TAMPERED, f"while timed: {tampered()}") if tampered() else ("ok", t)
             except KernelFailure as e:
@@ -273,7 +274,7 @@ def main(argv: list[str]) -> int:
             finally:
                 del spent, reply
                 if gc_was:
-                    gc.enable()
+                    _gc_on()
             if lost is not None:
                 calls.die_if_context_lost(lost, device)
 
