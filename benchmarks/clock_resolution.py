@@ -14,7 +14,7 @@ own process) stands between a patched timer and the verdict.
 
 Per target and window size this prints how many workload records there are, the honest gap the clock saw
 (seen - claimed: every candidate in these runs was an ordinary kernel), and that limit's share of the
-parent. Reads the notes only: no GPU, no torch.
+parent. Reads the notes only (no GPU); the limit is the judge's own (bench/judge/clock.py), so torch is imported.
 """
 from __future__ import annotations
 
@@ -31,28 +31,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def clock_constants() -> tuple[dict, dict, int]:
-    """clock.py's slack, per-window floor and cudagraph passes, read from its source: importing it loads
-    torch (witness.py), which this reader does not need."""
-    import ast
-    tree = ast.parse((REPO / "autogk_git/bench/judge/clock.py").read_text())
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            if name in ("CLOCK_SLACK", "CLOCK_WINDOW_US", "CUDAGRAPH_PASSES"):
-                found[name] = ast.literal_eval(node.value)
-    return found["CLOCK_SLACK"], found["CLOCK_WINDOW_US"], found["CUDAGRAPH_PASSES"]
-
-
-SLACK, WINDOW_US, PASSES = clock_constants()
-
-
-def clock_limit_us(parent_us: float, calls: int, method: str | None) -> float:
-    """The per-call gap (seen - claimed) the judge's clock needs before it condemns (clock.clock_failure)."""
-    share, slack_us = SLACK["cuda"]
-    calls = calls * (PASSES if method == "cudagraph" else 1)
-    return max(share * parent_us + slack_us, WINDOW_US["cuda"] / calls if calls else 0.0)
+def clock_limit_us(parent: list[float], calls: int, method: str | None) -> float:
+    """The per-call gap (seen - claimed) the judge's clock needs before it condemns: clock.clock_limit_us
+    itself, on a record's figures (importing the judge's clock loads torch)."""
+    from autogk_git.bench.judge import clock
+    return clock.clock_limit_us({"witness": {"parent": parent}, "calls": calls, "method": method}, "cuda")
 
 
 def notes_of(bundle: Path) -> list[dict]:
@@ -93,7 +76,7 @@ def records(bundle: Path, null: bool = False) -> list[dict]:
                 clock = {**clock, "seen": clock["seen_null"]}
             parent = statistics.median(clock["parent"])
             gap = statistics.median(s - c for s, c in zip(clock["seen"], clock["claimed"]))
-            limit = clock_limit_us(parent, int(calls), rec.get("method"))
+            limit = clock_limit_us(clock["parent"], int(calls), rec.get("method"))
             rows.append({"rounds": {k: clock[k] for k in ("parent", "claimed", "seen")},
                          "bundle": str(bundle.relative_to(REPO) if bundle.is_relative_to(REPO) else bundle),
                          "target": target, "experiment": note.get("experiment"), "workload": uuid,

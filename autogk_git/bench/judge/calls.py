@@ -7,11 +7,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from gc import disable as _gc_off  # bound at import (this module is sealed): the gc module's names are not
-from pickle import dumps as _freeze, loads as _thaw
 import time
 import traceback
+from gc import disable as _gc_off
 from pathlib import Path
+from pickle import dumps as _freeze, loads as _thaw
 
 import torch
 
@@ -220,7 +220,9 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
     frozen = _freeze(t)
     host_us = method_timer.sync_latency(lambda: fn(*warm_set, *warm_outs), int(settings.get("host_calls", 10)))
     if spent is not None:  # the kernel's own process (kernel_process turns the collector back on after the reply)
-        _gc_off()  # its code may have turned it on, with a threshold of 1: no finalizer after its last call
+        # its code may have turned it on, with a threshold of 1: no finalizer after its last call. Bound
+        # at import, as _freeze and _thaw: this module's names are sealed, the gc module's are not.
+        _gc_off()
         spent.append(t)
     t = _thaw(frozen)
     t["host_us"] = host_us

@@ -37,12 +37,11 @@ import resource
 import signal
 import sys
 import time
+from gc import disable as _gc_off, enable as _gc_on, isenabled as _gc_is_on  # bound: this module is sealed, gc's is not
 from pathlib import Path
 
 from . import calls, hygiene, sandbox
 from .calls import KernelFailure
-# Bound at import (this module is sealed): a kernel could replace the gc module's own names.
-from gc import disable as _gc_off, enable as _gc_on, isenabled as _gc_is_on
 from .profiling import profiled
 from .seal import seal_process
 from .status import Status

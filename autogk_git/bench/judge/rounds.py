@@ -154,7 +154,9 @@ def null_window(tk: TimedKernel, given: list, sets: list, outs: list, warm_set: 
     which two honest labels' windows differ by whatever the rounds (clock.CLOCK_WINDOW_US); the judge's
     clock can take it out of the pair's difference (clock.paired_figures: `seen_null`). Only a setting
     (`clock_null_window`, off by default) turns it on: a measurement until the GPU's figures say what limit
-    it allows. Its outputs are not read: the calls wrote nothing."""
+    it allows. Its outputs are not read: the calls wrote nothing. Not yet a verdict's figure for one more
+    reason: GPU work the kernel left running on a stream of its own would lengthen its null window (and so
+    shorten its figure), which the judge's sleep sees only when it is long."""
     junk = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     copies = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
     t = tk.fn.time(given, outs, junk, warm_set, warm_outs, method, {**settings, "null_window": True},
