@@ -17,7 +17,7 @@ from autogk_git.loop import experiment as ex
 from autogk_git.loop.background import running_bench_pid
 from autogk_git.loop.check import check_reference, trunk_target
 from autogk_git.loop.lock import RepoLock
-from autogk_git.loop.replay import _moved, refresh_if_stale
+from autogk_git.loop.replay import refresh_if_stale, trunk_moved
 from autogk_git.loop.step import Limits, LoopReport, Phases, Tracking, finish, open_experiment
 from autogk_git.loop.triggers import Research
 from autogk_git.project import Project, Target, require_input_data
@@ -80,7 +80,7 @@ def resume(project: Project, target: str, say: ex.Say, only: int | None = None,
             if result:
                 ex.log_if_missing(project, result, say)
             merged = bool(trunk) and repo.is_ancestor(project.root, e.sha, trunk)
-            if e.state == "kept" and not merged and (result is None or _moved(project, result)):
+            if e.state == "kept" and not merged and (result is None or trunk_moved(project, result)):
                 # A kept ref whose merge never happened (a kill, or a merge refused by a dirty checkout) and
                 # the trunk moved since its verdict, or a verdict not written here: measured again first.
                 repo.delete_ref(project.root, ref.kept_ref)

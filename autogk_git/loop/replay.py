@@ -97,7 +97,7 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
     change no longer applies there; or (commit, result, Remeasure) when the keep must be measured again
     against the new tip before anything is concluded. `in_flight` ({number: sha}) are the kernels being
     measured now, which a replay must not duplicate."""
-    tip = _moved(project, result)
+    tip = trunk_moved(project, result)
     if tip is None:
         return sha, result, None
     parent = result.get("parent")
@@ -122,7 +122,7 @@ def stale_step(project: Project, target: str, number: int, branch: str, sha: str
                                                    "stale_verdict": result["verdict"]}, cost)
 
 
-def _moved(project: Project, result: dict[str, Any]) -> str | None:
+def trunk_moved(project: Project, result: dict[str, Any]) -> str | None:
     """The trunk's tip when result is a keep measured against another commit (stale); else None."""
     if result["verdict"]["decision"] != "keep":
         return None
@@ -147,7 +147,7 @@ def still_stale(project: Project, number: int, sha: str, result: dict[str, Any],
 
     The trunk moves under a person's hand, or (the parallel loop) under other slots' keeps while this
     one is measured again."""
-    tip = _moved(project, result)
+    tip = trunk_moved(project, result)
     if tip is None:
         return result
     against = result.get("against") or result.get("parent")
