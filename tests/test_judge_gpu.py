@@ -192,3 +192,36 @@ def test_a_process_outside_the_job_busy_on_the_gpu_is_named_in_the_clocks_failur
         pytest.skip(f"the stranger's work did not reach the judge's clock: {[r['status'] for r in recs]}")
     for r in failed:
         assert f"pid {stranger.pid} (" in r["message"] and "neither the judge nor its kernels" in r["message"], r
+
+
+SA = Path(__file__).resolve().parent.parent / "autogk_git" / "examples" / "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
+
+
+def test_a_sparse_attention_wrong_only_on_its_prefill_path_is_caught_by_an_unlisted_shape():
+    # The contest set has at most 8 tokens; the starting kernel's own path from 264 tokens on is reached by
+    # no listed workload. The target's AXIS_REACH lets the judge's unlisted shapes (one a workload, drawn
+    # from its secret seed) go up to 1024 tokens: over the 23 workloads nearly every job runs 264 or more
+    # (49 of 50 simulated draws; a second job if the first missed). The honest kernel passes them all.
+    from autogk_git.bench.judge import stress
+    definition = json.loads((SA / "definition.json").read_text())
+    wls = [json.loads(l)["workload"] for l in (SA / "workloads.jsonl").read_text().splitlines()]
+    honest = (SA / "kernel.py").read_text()
+    anchor = "    if num_tokens == 0:\n        return\n"
+    broken = honest.replace(anchor, anchor + "    if num_tokens >= 264:  # planted: a path no listed workload reaches\n"
+                                             "        output.zero_()\n        lse.zero_()\n        return\n", 1)
+    assert broken != honest
+    caught = []
+    for attempt in range(2):
+        job = {"version": 1, "stage": "quick", "definition": definition, "workloads": wls,
+               "generator": (SA / "inputs.py").read_text(), "blob_root": ".", "seed": 7 + attempt,
+               "settings": {"device": "cuda", "trials": 1, "listed_axes": stress.listed_axes(definition, wls)},
+               "sources": {"honest": {"kernel.py": honest}, "broken": {"kernel.py": broken}}}
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        out = runner.run_worker(job, env, 540)
+        bad = {u: r for u, r in out["labels"]["honest"].items() if r["status"] != Status.PASSED}
+        assert not bad, bad  # no honest kernel refused on the far shapes
+        caught = [r for r in out["labels"]["broken"].values() if r["status"] != Status.PASSED]
+        if caught:
+            break
+    assert caught and all(r["status"] == Status.INCORRECT_NUMERICAL for r in caught), caught
+    assert any("num_tokens=" in r["message"] and "past the largest listed, 8" in r["message"] for r in caught), caught

@@ -230,6 +230,33 @@ def constraints_hold(definition: dict, axes: dict) -> bool:
     return True
 
 
+def reach(module: Any, name: str, v: int, interpreted: bool) -> int:
+    """How far past the largest listed value v of axis `name` an unlisted shape may go: the target's
+    `AXIS_REACH` (inputs.py: the values its real callers use, e.g. the sparse attention's prefill of up to
+    4096 tokens beside a contest set of at most 8, whose own path from 264 tokens on was never run when the
+    reach was twice the largest), else twice v. Under the interpreter twice v at most: its cap on input
+    elements is small and its time grows with the programs."""
+    top = 2 * v
+    declared = getattr(module, "AXIS_REACH", None) if module is not None else None
+    if isinstance(declared, dict) and isinstance(declared.get(name), int) and not interpreted:
+        top = max(top, int(declared[name]))
+    return max(top, v + 1)
+
+
+def within_cap(definition: dict, axes: dict, name: str, lo: int, top: int, cap: float) -> int:
+    """The largest value of axis `name` in [lo, top] whose input elements stay within cap (lo if none):
+    input elements grow with every axis, so a bisection finds it."""
+    if input_numel(definition, {**axes, name: lo}) > cap:
+        return lo
+    while lo < top:
+        mid = (lo + top + 1) // 2
+        if input_numel(definition, {**axes, name: mid}) <= cap:
+            lo = mid
+        else:
+            top = mid - 1
+    return lo
+
+
 def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict[str, list[int]],
                    module: Any, draw: random.Random | None = None, max_numel: int | None = None
                    ) -> tuple[dict, str] | None:
@@ -258,7 +285,8 @@ def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict
             cands = [(v + nxt) // 2 | 1, (v + nxt) // 2, v + 1]
             why = f"between the listed {v} and {nxt}"
         else:
-            lo, hi = v + 1, max(v + 1, 2 * v)
+            lo = v + 1
+            hi = within_cap(definition, axes, name, lo, reach(module, name, v, bool(max_numel)), cap)
             cands = [v + 1]
             why = f"past the largest listed, {v}"
         if draw is not None and hi >= lo:  # two draws up to hi, two in its first quarter (within the cap more often)

@@ -284,6 +284,54 @@ def test_dsa_indexer_unlisted_shape_reaches_rows_longer_than_any_listed():
     assert x["seq_lens"].dtype == torch.int32
 
 
+def _target(folder):
+    import importlib.util
+    definition = json.loads((folder / "definition.json").read_text())
+    wls = [json.loads(l)["workload"] for l in (folder / "workloads.jsonl").read_text().splitlines()]
+    spec = importlib.util.spec_from_file_location(f"gen_{folder.name}", folder / "inputs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return definition, wls, gen
+
+
+def test_dsa_sparse_attention_unlisted_shapes_reach_the_prefill_path_on_a_gpu_only():
+    """The contest set has at most 8 tokens; the starting kernel (and any kernel shaped like it) takes
+    another path from 264 tokens on (`TARGET_PROGRAMS`), which no listed workload reaches: a kernel wrong
+    only there passed every check when an unlisted shape reached twice the largest listed value (16
+    tokens). The target's `AXIS_REACH` lets the judge's draw go up to 1024 tokens on a GPU: nearly every
+    job (one unlisted shape a workload, drawn from the judge's secret seed) runs a shape of 264 or more.
+    The interpreter keeps twice the largest (its cap on input elements is small, its time per program)."""
+    import random
+    definition, wls, gen = _target(SA_DIR)
+    listed = stress.listed_axes(definition, wls)
+    assert max(listed["num_tokens"]) == 8 and gen.AXIS_REACH["num_tokens"] >= 264
+    reached, drawn = 0, set()
+    for seed in range(20):
+        r = random.Random(seed)
+        got = [stress.unlisted_shape(definition, w, i, listed, gen, r) for i, w in enumerate(wls)]
+        tokens = [g[0]["axes"]["num_tokens"] for g in got if g and g[1].startswith("num_tokens=")]
+        assert tokens and max(tokens) <= 1024, tokens
+        reached += any(t >= 264 for t in tokens)
+        drawn.update(t for t in tokens if t > 8)
+    assert reached >= 16 and len(drawn) > 20, (reached, sorted(drawn))
+    cap = 1 << 21  # the interpreter's (backends/interpret.unlisted_cap)
+    for seed in range(10):
+        r = random.Random(seed)
+        got = [stress.unlisted_shape(definition, w, i, listed, gen, r, cap) for i, w in enumerate(wls)]
+        assert all(g[0]["axes"]["num_tokens"] <= 16 for g in got if g and g[1].startswith("num_tokens=")), got
+
+
+def test_without_a_declared_reach_an_unlisted_shape_goes_at_most_twice_the_largest():
+    definition, wls, gen = _target(SA_DIR)
+    listed = stress.listed_axes(definition, wls)
+    del gen.AXIS_REACH
+    import random
+    for seed in range(10):
+        r = random.Random(seed)
+        got = [stress.unlisted_shape(definition, w, i, listed, gen, r) for i, w in enumerate(wls)]
+        assert all(g[0]["axes"]["num_tokens"] <= 16 for g in got if g and g[1].startswith("num_tokens=")), got
+
+
 def test_dsa_indexer_one_short_at_the_end_of_a_row_is_incorrect_on_last_token_tops():
     """An indexer that never scores a row's last token passed most usual input sets (the helper's run,
     2026-12-06: 6 of 8 seeds): the token ranks anywhere. The target's own set puts the row's top score,
