@@ -120,21 +120,39 @@ def test_an_honest_pair_agrees_with_cupti_and_with_itself():
         # workload, one of the parent's six), with both figures within 1 % of each other.
         assert c.get("interfered_parent", 0) < INTERFERED_WINDOWS, c
         assert c.get("interfered_candidate", 0) < INTERFERED_WINDOWS, c
+        if c["latency_us"] >= 10:
+            assert abs(c["ratio_vs_parent"] - 1) < 0.05, c
+    # (torch_honest's `x * scale + bias` is two kernels a call: the idle time between them is the clock's,
+    # not CUPTI's, ~1.1 us at ~15 us on an H100, 2026-12-06, so the clock's agreement with CUPTI is held on
+    # a one-kernel pair below.)
+
+
+def test_the_clock_less_each_processs_null_window_agrees_with_cupti_from_10_us_up():
+    # One Triton kernel a call, so every microsecond the clock sees is the kernel's or the window's own
+    # (flushes, marks, each process's pace): the null windows (clock_null_window) remove the latter. The raw
+    # clock was -7.7 % at ~11 us and -2.7 % at ~70 us on an H100, less its null windows -1.4 % and -0.4 %
+    # (witness_diag, 2026-12-06); the raw net-of-flushes figure failed 5 % on 2 of the 3 runs before.
+    out = ab("honest", "honest", SIZES, clock_null_window=True)
+    for w, c in zip(SIZES, show("A/A one kernel", out, SIZES)):
+        assert c["status"] == Status.PASSED and isinstance(c.get("witness_null_us"), float), c
+        print(f"NULL-CORRECTED n={w['axes']['n']}: claims {c['latency_us']} us, clock less null windows "
+              f"{c['witness_null_us']} us")
         if c["latency_us"] >= 10:  # within 5 % of CUPTI from 10 us up
-            # The clock net of each label's own flushes (the windows hold one per call, each process
-            # flushing its own buffer at its own pace), against the same rounds' CUPTI figures (per-round
-            # means, as the clock's own figure is built from). The raw figure is printed above.
-            assert abs(c["witness_net_us"] / c["witness_claimed_us"] - 1) < 0.05, c
+            assert abs(c["witness_null_us"] / c["latency_us"] - 1) < 0.05, c
             assert abs(c["ratio_vs_parent"] - 1) < 0.05, c
 
 
 def test_figures_rewritten_in_the_kernel_process_are_refused_on_the_gpu():
-    # The figures are divided by 3 through the frames above the kernel's host-latency calls: no hook
-    # the seal could see, so the judge's clock is what refuses them.
+    # The figures are divided by 3 through the frames above the kernel's host-latency calls: no hook the
+    # seal could see. They are frozen (bytes) before those calls and the reply is made from that copy, so
+    # the rewrite no longer reaches the reply (an H100, 2026-12-06: PASSED at 1.004x, its honest time); if
+    # it ever did, the judge's clock refuses it.
     out = ab("torch_honest", "rewrites_its_reply_gpu", SIZES[1:])
     for c in show("rewrites", out, SIZES[1:]):
-        assert c["status"] == Status.TAMPERED and "judge's own clock" in c["message"], c
-        assert c.get("ratio_vs_parent") is None
+        if c["status"] == Status.TAMPERED:
+            assert "judge's own clock" in c["message"] and c.get("ratio_vs_parent") is None, c
+        else:
+            assert c["status"] == Status.PASSED and c["ratio_vs_parent"] > 0.9, c  # a third would be 0.33
 
 
 def test_outputs_computed_before_the_window_fail_on_the_gpu():
