@@ -37,7 +37,7 @@ LAYERS = [
 JUDGE = PKG / "bench" / "judge"
 WORKER_ALLOWED = {"torch", "triton", "safetensors", "numpy"}
 # What a kernel's own process may import of the judge: how to call and time it, never how it is judged.
-KERNEL_PROCESS_MAY_IMPORT = {"kernel_process", "calls", "seal", "sandbox", "timer", "hygiene", "stats", "status", "launch",
+KERNEL_PROCESS_MAY_IMPORT = {"kernel_process", "calls", "seal", "sandbox", "timer", "held", "hygiene", "stats", "status", "launch",
                              "profiling"}
 
 

@@ -210,3 +210,14 @@ def test_a_window_whose_gpu_work_never_ends_costs_its_bound_not_the_job_limit(ju
         assert "did not end within" in c["message"], c
     print(f"WITNESS never ends: the job took {took:.1f} s")
     assert took < 150, took
+
+
+@pytest.mark.parametrize("timer", ["cupti", "events"])
+def test_the_timers_own_objects_changed_inside_the_window_are_tampering(timer):
+    # An instance attribute on the profiler (`prof.events`) or on the CUDA events (`elapsed_time`), set
+    # through the frames during the kernel's calls: the seal holds modules and classes, not these objects.
+    # The timer holds their attributes from before the first call and checks them after the last one.
+    out = ab("torch_honest", "patches_the_timers_objects_gpu", SIZES[1:2], timer=timer)
+    for c in show(f"patches the {timer} timer's objects", out, SIZES[1:2]):
+        assert c["status"] == Status.TAMPERED and "what times it" in c["message"], c
+        assert c.get("ratio_vs_parent") is None

@@ -17,6 +17,7 @@ of autogk outside this folder. Its rooms:
     seal.py            the kernel process's fingerprint of what calls and times the kernel
     sandbox.py         the kernel process's Landlock domain: what it may read, write and signal
     timer.py           the device timers (CUPTI, CUDA graphs, events) and the L2 flush
+    held.py            the timer's own objects (profiler, CUDA events) held through a timed window
     rules.py           how outputs are judged: exact, tolerance, top-k set by score
     stress.py          stress input sets (scaled rows, outliers, zero rows) and unlisted shapes
     axes.py            the workloads' axis values, without torch (the loop's process asks for them)

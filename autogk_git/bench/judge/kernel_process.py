@@ -264,7 +264,9 @@ def main(argv: list[str]) -> int:
             except KernelFailure as e:
                 reply = ("error", e.status, str(e))
             except BaseException as e:  # noqa: BLE001
-                if timing is not None and isinstance(e, timing.TimerError):
+                if timing is not None and isinstance(e, timing.TimerTampered):
+                    reply = ("error", Status.TAMPERED, f"while timed: {e}")
+                elif timing is not None and isinstance(e, timing.TimerError):
                     reply = ("timer_error", f"{type(e).__name__}: {e}")
                 else:
                     reply, lost = ("error", calls.classify(e), f"while timed: {calls.short_tb(e)}"), e

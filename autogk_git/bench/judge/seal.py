@@ -196,7 +196,7 @@ def seal_process(process, timing) -> Seal:
         sys.addaudithook(_audit)
         _AUDITING = True
     seal = Seal()
-    from . import calls, hygiene, launch, profiling, stats, status
+    from . import calls, held, hygiene, launch, profiling, stats, status
     for name, mod in (("kernel_process", process), ("seal", sys.modules[__name__]), ("calls", calls),
                       ("timer", timing), ("hygiene", hygiene), ("stats", stats), ("status", status),
                       ("launch", launch), ("profiling", profiling)):

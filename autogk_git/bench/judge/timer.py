@@ -42,9 +42,12 @@ import torch
 import triton
 import triton.language as tl
 
+from .held import TimerTampered, held_state, held_unchanged  # noqa: F401 - TimerTampered: kernel_process reads it here
 from .stats import median
 
 TIMERS = ("cudagraph", "cupti", "events")
+# Read through the class, never the instance: an attribute the kernel set on an event changes nothing.
+_ELAPSED = torch.cuda.Event.elapsed_time
 FLUSH_KERNEL = "_autogk_l2_flush"
 
 
@@ -242,12 +245,16 @@ class DeviceTimer:
         return samples
 
     def _events(self, calls: Sequence[Callable[[], object]], after=None, before=None) -> list[float]:
-        starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        # Tuples, and the events' own attributes held: the kernel's code between a pair's records can
+        # reach them through the frames (held_state).
+        starts = tuple(torch.cuda.Event(enable_timing=True) for _ in calls)
+        ends = tuple(torch.cuda.Event(enable_timing=True) for _ in calls)
         flush = self._flusher()
+        window = tuple(zip(tuple(calls), tuple(s.record for s in starts), tuple(e.record for e in ends)))
+        held = held_state((*starts, *ends))
         if before is not None:
             before()
-        for c, s, e in zip(calls, [s.record for s in starts], [e.record for e in ends]):
+        for c, s, e in window:
             flush()
             s()
             c()
@@ -256,24 +263,30 @@ class DeviceTimer:
             flush()
             after()
         torch.cuda.synchronize()
-        return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+        held_unchanged((*starts, *ends), held, "CUDA events")
+        return [_ELAPSED(s, e) * 1000.0 for s, e in zip(starts, ends)]
 
     def _cupti(self, calls: Sequence[Callable[[], object]], after=None, after_kernels: int | None = None,
                before=None) -> tuple[list[float], list[float], str, float]:
         from torch.profiler import ProfilerActivity, profile
-        starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        starts = tuple(torch.cuda.Event(enable_timing=True) for _ in calls)
+        ends = tuple(torch.cuda.Event(enable_timing=True) for _ in calls)
         for e in (*starts, *ends):  # created lazily on first record: prime them outside the profile
             e.record()
         torch.cuda.synchronize()
         flush, sync = self._flusher(), torch.cuda.synchronize
-        window = list(zip(calls, [s.record for s in starts], [e.record for e in ends]))
+        window = tuple(zip(tuple(calls), tuple(s.record for s in starts), tuple(e.record for e in ends)))
         # No garbage collection inside the timed window: a pause between a call's two events lengthens
         # the caller stream's elapsed time, which would hide work left on a side stream.
         collecting = gc.isenabled()
         gc.disable()
         try:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                # The profiler's objects and the events, as the kernel's first call finds them: its code
+                # could set an attribute on them through the frames (`prof.events = ...`), which the seal,
+                # holding modules and classes, would not see. Checked before the profiler stops.
+                watched = (prof, getattr(prof, "profiler", None), *starts, *ends)
+                held = held_state(watched)
                 if before is not None:
                     before()
                 for c, s, e in window:
@@ -285,6 +298,7 @@ class DeviceTimer:
                     flush()
                     after()
                 sync()
+                held_unchanged(watched, held, "profiler or CUDA events")
         finally:
             if collecting:
                 gc.enable()
@@ -320,7 +334,7 @@ class DeviceTimer:
                 raise TimerError(f"cupti timer: saw {got} of the outputs' {after_kernels} snapshot copies")
         if len(per_call) != len(calls):
             raise TimerError(f"cupti timer: saw {len(per_call)} flushes for {len(calls)} calls")
-        return per_call, [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)], late, flushes
+        return per_call, [_ELAPSED(s, e) * 1000.0 for s, e in zip(starts, ends)], late, flushes
 
     # -- host-inclusive latency and the memory ceiling -----------------------------------------------
 

@@ -1,0 +1,39 @@
+"""The timer's own objects held through a timed window (timer.py): what they are before the kernel's first
+call and after its last. Sealed with the judge's other modules (seal.py); no imports, so both the timer
+and the tests can take it alone."""
+from __future__ import annotations
+
+
+class TimerTampered(Exception):
+    """The timer's own objects changed while the kernel's calls ran: its figures are not made. (Not a
+    TimerError: the judge does not try another timer, the label is TAMPERED.)"""
+
+
+def _contents(v: object) -> object:
+    """The identities a container held (a list, tuple, dict or set), else None."""
+    if isinstance(v, (list, tuple)):
+        return tuple(map(id, v))
+    if isinstance(v, dict):
+        return tuple((k, id(x)) for k, x in v.items())
+    if isinstance(v, (set, frozenset)):
+        return frozenset(map(id, v))
+    return None
+
+
+def held_state(objs) -> tuple:
+    """What a timer's objects are (timer.py's profiler and CUDA events), for held_unchanged: each one's type, and its instance attributes in
+    order with their identities and, for containers, their items' identities.
+
+    The kernel's code runs inside the timed window, below the timer's frame: through the frames (or gc's
+    object lists) it can reach the profiler and the CUDA events the figures are read from, and an instance
+    attribute (`prof.events = ...`, `ev.elapsed_time = ...`) or a swapped item would change those figures
+    with nothing the seal sees (the seal holds modules and classes, not these objects)."""
+    return tuple((type(o), tuple((k, id(v), _contents(v)) for k, v in getattr(o, "__dict__", {}).items()))
+                 for o in objs)
+
+
+def held_unchanged(objs, held: tuple, what: str) -> None:
+    """Raise TimerTampered when held_state(objs) is no longer `held`."""
+    if held_state(objs) != held:
+        raise TimerTampered(f"the kernel changed the {what} timing it, inside its timed window (an attribute "
+                            "set or swapped on the timer's own objects): a kernel may not touch what times it")

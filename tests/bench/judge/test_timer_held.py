@@ -1,0 +1,65 @@
+"""The timer's own objects held through a timed window (bench/judge/held.py, which timer.py calls):
+the kernel's code runs below the timer's frame and can reach the profiler and the CUDA events through the
+frames. On the CPU with torch's profiler on CPU activity (the same Python objects as under CUDA), in a
+process of its own (a profiler run in pytest's process left Triton's interpreter failing in later tests).
+The GPU cases: tests/test_witness_gpu.py::test_the_timers_own_objects_changed_inside_the_window_are_tampering."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+CHANGES = {
+    "events on the profiler": "real = type(prof).events\n"
+                              "prof.events = lambda: [e for e in real(prof) if 'flush' in e.name]",
+    "a method on the inner profiler": "prof.profiler._parse_kineto_results = lambda *a: None",
+    "the inner profiler swapped": "prof.profiler = type(prof.profiler)()",
+    "an item swapped in a container": "d = next(v for v in vars(prof).values() if isinstance(v, (list, dict)) and v)\n"
+                                      "if isinstance(d, list): d[0] = object()\n"
+                                      "else: d[next(iter(d))] = object()",
+    "the class swapped": "prof.__class__ = type('Fake', (type(prof),), {})",
+}
+
+SCRIPT = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+from torch.profiler import ProfilerActivity, profile
+from autogk_git.bench.judge import held as seal
+changes = json.loads(sys.argv[2])
+out = {}
+for name, code in [("honest", None), *changes.items()]:
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            watched = (prof, getattr(prof, "profiler", None))
+            held = seal.held_state(watched)
+            for i in range(3):
+                torch.ones(64).add_(1.0)
+                if code and i == 0:
+                    exec(code, {"prof": prof})
+            seal.held_unchanged(watched, held, "profiler")
+        out[name] = "ok " + str(sum("add_" in e.name for e in prof.events()))
+    except seal.TimerTampered as e:
+        out[name] = "tampered: " + str(e)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict:
+    p = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO), json.dumps(CHANGES)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_an_honest_window_leaves_the_profiler_as_it_was(outcomes):
+    assert outcomes["honest"].startswith("ok ") and outcomes["honest"] != "ok 0", outcomes
+
+
+@pytest.mark.parametrize("how", list(CHANGES))
+def test_an_attribute_set_or_swapped_on_the_profiler_inside_the_window_is_tampering(outcomes, how):
+    assert outcomes[how].startswith("tampered:") and "what times it" in outcomes[how], outcomes[how]
