@@ -1,6 +1,7 @@
 """The timer's own objects held through a timed window (timer.py): what they are before the kernel's first
-call and after its last. Sealed with the judge's other modules (seal.py); no imports, so both the timer
-and the tests can take it alone."""
+call and after its last; the values its bound L2 flush holds, and the floor each flush's device time is
+held to. Sealed with the judge's other modules (seal.py); no imports, so both the timer and the tests can
+take it alone."""
 from __future__ import annotations
 
 
@@ -37,3 +38,24 @@ def held_unchanged(objs, held: tuple, what: str) -> None:
     if held_state(objs) != held:
         raise TimerTampered(f"the kernel changed the {what} timing it, inside its timed window (an attribute "
                             "set or swapped on the timer's own objects): a kernel may not touch what times it")
+
+
+# A flush inside a timed window may take no less than this share of the timer's own median flush: a
+# shrunk flush (fewer bytes, or none) leaves the L2 warm for the kernel's next call.
+FLUSH_FLOOR = 0.3
+FLUSH_TAMPERED = ("the L2 flush between the kernel's calls was changed inside its timed window (the timer's "
+                  "flush shortened or swapped): a kernel may not touch what times it")
+
+
+def flush_floor(durations: list[float], typical: float) -> str:
+    """'' when every flush took at least FLUSH_FLOOR of `typical` us, else which did not."""
+    low = [d for d in durations if d < FLUSH_FLOOR * typical]
+    if not low:
+        return ""
+    return (f"{len(low)} of {len(durations)} flushes under {FLUSH_FLOOR * 100:.0f} % of the timer's own "
+            f"{typical:.1f} us, the shortest {min(low):.2f} us")
+
+
+def cells(fn: object) -> tuple:
+    """The identities of the values a closure holds (a flush bound by DeviceTimer._flusher)."""
+    return tuple(id(c.cell_contents) for c in (getattr(fn, "__closure__", None) or ()))

@@ -42,7 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .held import TimerTampered, held_state, held_unchanged  # noqa: F401 - TimerTampered: kernel_process reads it here
+from .held import FLUSH_TAMPERED, TimerTampered, cells, flush_floor, held_state, held_unchanged
 from .stats import median
 
 TIMERS = ("cudagraph", "cupti", "events")
@@ -151,9 +151,29 @@ class DeviceTimer:
         self.flush()
         torch.cuda.synchronize()
         self._bandwidth: float | None = None
+        self._flush_us = self._flush_time()
+
+    def _flush_time(self) -> float:
+        """The device time of one flush, in microseconds: CUDA events around eight flushes back to back (the
+        launches' latency spread over them), the median of three such runs. What a flush in a timed window
+        is held to (held.flush_floor)."""
+        flush, got = self._flusher(), []
+        for _ in range(3):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(8):
+                flush()
+            b.record()
+            torch.cuda.synchronize()
+            got.append(_ELAPSED(a, b) * 1000.0 / 8)
+        return median(got)
 
     def flush(self) -> None:
         self._flusher()()
+
+    def _held_flush(self, flush: Callable[[], object]) -> tuple:
+        """This timer's attributes and the values a bound flush holds (held.held_state, cells)."""
+        return held_state((self,)), cells(flush)
 
     def _flusher(self) -> Callable[[], object]:
         """The flush with its launcher and arguments bound now: inside a timed window nothing is looked
@@ -207,17 +227,29 @@ class DeviceTimer:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         g_calls, g_flush = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        # The flush bound once, and this timer's state and the flush's bound values held after every call
+        # captured (capture is not timed, so the checks cost the figures nothing): the kernel's code could
+        # otherwise shrink the flushes between its calls (`self._flush_n`, or the bound length through
+        # the closure) and put them back before the flush-only graph is captured, which its figure is
+        # measured against.
+        flush = self._flusher()
+        held = self._held_flush(flush)
         try:
             with torch.cuda.graph(g_calls, stream=stream):
                 for c in calls:
-                    self.flush()
+                    flush()
                     c()
+                    if self._held_flush(flush) != held:
+                        raise TimerTampered(FLUSH_TAMPERED)
+        except TimerTampered:
+            torch.cuda.synchronize()
+            raise
         except Exception as e:  # noqa: BLE001 - a kernel that cannot be captured
             torch.cuda.synchronize()
             raise CaptureError(f"{type(e).__name__}: {str(e)[:300]}") from e
         with torch.cuda.graph(g_flush, stream=stream):
             for _ in calls:
-                self.flush()
+                flush()
         g_calls.replay()
         g_flush.replay()
         torch.cuda.synchronize()
@@ -252,9 +284,13 @@ class DeviceTimer:
         flush = self._flusher()
         window = tuple(zip(tuple(calls), tuple(s.record for s in starts), tuple(e.record for e in ends)))
         held = held_state((*starts, *ends))
+        held_flush = self._held_flush(flush)
         if before is not None:
             before()
         for c, s, e in window:
+            # before each flush, outside the pair of events: a flush the kernel shrank between its calls
+            if self._held_flush(flush) != held_flush:
+                raise TimerTampered(FLUSH_TAMPERED)
             flush()
             s()
             c()
@@ -285,7 +321,7 @@ class DeviceTimer:
                 # The profiler's objects and the events, as the kernel's first call finds them: its code
                 # could set an attribute on them through the frames (`prof.events = ...`), which the seal,
                 # holding modules and classes, would not see. Checked before the profiler stops.
-                watched = (prof, getattr(prof, "profiler", None), *starts, *ends)
+                watched = (self, prof, getattr(prof, "profiler", None), *starts, *ends)
                 held = held_state(watched)
                 if before is not None:
                     before()
@@ -310,6 +346,11 @@ class DeviceTimer:
         except Exception as e:  # noqa: BLE001
             raise TimerError(f"cupti timer: could not read the profiler's events: {type(e).__name__}: {e}") from e
         kernels.sort()
+        short = flush_floor([float(d) for _, n, d in kernels if FLUSH_KERNEL in n], self._flush_us)
+        if short:
+            # Under CUPTI nothing is checked between calls inside the window (its pace is the kernel's);
+            # each flush's own device time shows one the kernel shrank and put back between its calls.
+            raise TimerTampered(f"{FLUSH_TAMPERED} ({short})")
         per_call: list[float] = []
         counts: list[int] = []
         flushes = 0.0

@@ -63,3 +63,24 @@ def test_an_honest_window_leaves_the_profiler_as_it_was(outcomes):
 @pytest.mark.parametrize("how", list(CHANGES))
 def test_an_attribute_set_or_swapped_on_the_profiler_inside_the_window_is_tampering(outcomes, how):
     assert outcomes[how].startswith("tampered:") and "what times it" in outcomes[how], outcomes[how]
+
+
+def test_a_flush_under_the_floor_of_the_timers_own_is_named():
+    from autogk_git.bench.judge import held
+    assert held.flush_floor([23.0, 24.1, 22.8], 25.0) == ""
+    got = held.flush_floor([23.0, 1.9, 2.1, 22.8], 25.0)
+    assert got.startswith("2 of 4 flushes under 30 %") and "1.90 us" in got, got
+
+
+def test_a_value_set_in_a_flushs_closure_changes_its_cells():
+    from autogk_git.bench.judge import held
+
+    def bound(buf, n):
+        return lambda: (buf, n)
+    flush = bound(object(), 1 << 20)
+    before = held.cells(flush)
+    cell = dict(zip(flush.__code__.co_freevars, flush.__closure__))["n"]
+    cell.cell_contents = 1
+    assert held.cells(flush) != before
+    cell.cell_contents = 1 << 20  # put back: equal again, which is why the timers check between calls
+    assert held.cells(flush) == before
