@@ -33,6 +33,13 @@ def held_state(objs) -> tuple:
                  for o in objs)
 
 
+def held_names(objs) -> tuple:
+    """Each object's type and its instance attributes' names, in order: for objects whose attributes'
+    values their own library changes (a Triton function's caches), where only an attribute added, removed
+    or a class swapped tells of a patch."""
+    return tuple((type(o), tuple(getattr(o, "__dict__", {}))) for o in objs)
+
+
 def held_unchanged(objs, held: tuple, what: str) -> None:
     """Raise TimerTampered when held_state(objs) is no longer `held`."""
     if held_state(objs) != held:

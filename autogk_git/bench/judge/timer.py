@@ -42,7 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .held import FLUSH_TAMPERED, TimerTampered, cells, flush_floor, held_state, held_unchanged
+from .held import FLUSH_TAMPERED, TimerTampered, cells, flush_floor, held_names, held_state, held_unchanged
 from .stats import median
 
 TIMERS = ("cudagraph", "cupti", "events")
@@ -172,8 +172,12 @@ class DeviceTimer:
         self._flusher()()
 
     def _held_flush(self, flush: Callable[[], object]) -> tuple:
-        """This timer's attributes and the values a bound flush holds (held.held_state, cells)."""
-        return held_state((self,)), cells(flush)
+        """This timer's attributes, the values a bound flush holds (held.held_state, held.cells), and of what
+        those hold in turn (its launcher's grid and the Triton function it launches) which objects and
+        their attributes' names (held.held_names: Triton's own caches in them change as it likes)."""
+        bound = [c.cell_contents for c in flush.__closure__ or ()]
+        inner = [c.cell_contents for b in bound for c in (getattr(b, "__closure__", None) or ())]
+        return held_state((self, *bound)), cells(flush), tuple(cells(b) for b in bound), held_names(inner)
 
     def _flusher(self) -> Callable[[], object]:
         """The flush with its launcher and arguments bound now: inside a timed window nothing is looked

@@ -84,3 +84,17 @@ def test_a_value_set_in_a_flushs_closure_changes_its_cells():
     assert held.cells(flush) != before
     cell.cell_contents = 1 << 20  # put back: equal again, which is why the timers check between calls
     assert held.cells(flush) == before
+
+
+def test_an_attribute_added_to_what_a_flush_launches_changes_its_names_not_a_cache_entry():
+    from autogk_git.bench.judge import held
+
+    class Launched:
+        def __init__(self):
+            self.cache = {}
+    fn = Launched()
+    before = held.held_names([fn])
+    fn.cache["sig"] = object()  # its library's own cache: allowed
+    assert held.held_names([fn]) == before
+    fn.run = lambda *a, **k: None  # an instance attribute over a method: a patch
+    assert held.held_names([fn]) != before
