@@ -257,7 +257,8 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
         near = f"{r.floor_share:.1%}" if r.floor_share else "-"
         cls = {"keep": "keep", "revert": "revert", "untimed": "held"}.get(r.decision, "pending")
-        verdict = r.decision.upper() + (" ★ best" if r.number == best else "")
+        verdict = r.decision.upper() + (" ★ best" if r.number == best else "") + \
+            ("" if r.judged_here else " (judged in another clone: its note was fetched)")
         rows_html.append(f'<tr class="{cls}">' + "".join(cell(x) for x in (
             f"#{r.number:04d}", r.state, verdict, r.commit[:10], r.hypothesis, r.reason or "-", r.figures, lat, ratio, near))
             + "</tr>")
@@ -272,6 +273,10 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
                    if never else "")
                 + ".</p>")
     counts = summary["counts"] + "."
+    fetched = sum(1 for r in items if not r.judged_here)
+    if fetched:
+        counts += (f" {fetched} of {len(items)} judged in another clone (their result notes were fetched; "
+                   "`autogk iterate` benchmarks such an experiment here before it concludes or merges).")
     when = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>autogk report: {html.escape(target)}</title>
@@ -302,6 +307,7 @@ def build(project, target: str, out_dir: Path) -> dict[str, Any]:
         all_workloads = {}
     summary = draw(target, items, results, png, all_workloads,
                    best[0].row.number if best and best[0].row else None)
+    summary["judged_elsewhere"] = sum(1 for r in items if not r.judged_here)
     best_line = (f"Best: #{best[0].row.number:04d} {best[0].row.hypothesis} ({best[0].basis})." if best and best[0].row
                  else f"No best: {best[0].basis}." if best else "No best: no experiment yet.")
     page_path.write_text(page(target, items, png.name, summary, best_line))

@@ -155,6 +155,13 @@ def test_remote_add_then_git_push_and_the_notes_push_share_every_experiment(iter
     first = min(exps)
     assert "judged in another clone: its result note was fetched" in autogk(clone, "show", str(first)).stdout
     assert "judged in another clone" not in autogk_in(iterated, "show", str(first)).stdout
+    # `report` too: each fetched experiment's verdict cell, and the count in its summary line and figures.
+    [made] = json.loads(autogk(clone, "report", "--no-mlflow", "--json").stdout)
+    page = Path(made["html"]).read_text()
+    assert page.count("(judged in another clone: its note was fetched)") == len(exps), page
+    assert f"{len(exps)} of {len(exps)} judged in another clone" in page and made["summary"]["judged_elsewhere"] == len(exps)
+    [own] = json.loads(autogk(iterated, "report", "--no-mlflow", "--json", "--out", str(tmp_path / "own")).stdout)
+    assert "judged in another clone" not in Path(own["html"]).read_text() and own["summary"]["judged_elsewhere"] == 0
     from autogk_git.project import Project
     from autogk_git.tracking import mlflow_store
     client = mlflow_store._client(Project.find(clone))
