@@ -141,10 +141,12 @@ _DEVICE_TIMERS: dict = {}
 
 
 def device_timer(method: str):
-    """One DeviceTimer per method per process (its flush buffer and bandwidth are measured once)."""
+    """One DeviceTimer per method per process (its flush buffer and bandwidth are measured once). A CUDA-graph
+    timer made where a CUPTI one exists (the fallback, with the profiler already started here) replays each
+    graph once under the profiler to hold its flushes (timer.DeviceTimer._graph_flushes)."""
     if method not in _DEVICE_TIMERS:
         from . import timer  # triton's GPU driver: only where a device timer is asked for
-        _DEVICE_TIMERS[method] = timer.DeviceTimer(method)
+        _DEVICE_TIMERS[method] = timer.DeviceTimer(method, profile_graphs="cupti" in _DEVICE_TIMERS)
     return _DEVICE_TIMERS[method]
 
 

@@ -140,10 +140,13 @@ class CaptureError(TimerError):
 class DeviceTimer:
     """Times lists of calls on one CUDA device. Create once per process."""
 
-    def __init__(self, method: str = "cudagraph") -> None:
+    def __init__(self, method: str = "cudagraph", profile_graphs: bool = False) -> None:
+        """profile_graphs: the cudagraph timer replays its calls' graph once under the profiler to hold each
+        flush there to the floor (where the profiler already runs in this process: a fallback from cupti)."""
         if method not in TIMERS:
             raise ValueError(f"unknown timer {method!r}; one of {', '.join(TIMERS)}")
         self.method = method
+        self.profile_graphs = profile_graphs
         self.l2_bytes = _l2_bytes()
         n = _flush_len(self.l2_bytes)
         self._flush_buf = torch.empty(n, dtype=torch.int32, device="cuda")
@@ -170,6 +173,24 @@ class DeviceTimer:
 
     def flush(self) -> None:
         self._flusher()()
+
+    def _graph_flushes(self, graph) -> list[float]:
+        """One replay of `graph` under the profiler: the device time of each flush kernel in it, in us ([]
+        where the profiler cannot say: the graph is then replayed without it)."""
+        replayed = False
+        try:
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                graph.replay()
+                replayed = True
+                torch.cuda.synchronize()
+            return [float(e.time_range.elapsed_us()) for e in prof.events()
+                    if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA and FLUSH_KERNEL in e.name]
+        except Exception:  # noqa: BLE001 - no profiler here: the replay is a warm-up only
+            if not replayed:
+                graph.replay()
+            torch.cuda.synchronize()
+            return []
 
     def _held_flush(self, flush: Callable[[], object]) -> tuple:
         """This timer's attributes, the values a bound flush holds (held.held_state, held.cells), and of what
@@ -254,9 +275,20 @@ class DeviceTimer:
         with torch.cuda.graph(g_flush, stream=stream):
             for _ in calls:
                 flush()
-        g_calls.replay()
+        # The first replay of the calls' graph under the profiler: each flush in it held to the floor by its
+        # own device time, as under CUPTI (a flush skipped or shrunk below what the checks between captured
+        # calls hold, in Triton's own launch machinery say, shows there). No kernel code of Python runs in a
+        # replay. Where the profiler sees no flush in the graph, nothing is held; where this timer is the
+        # process's first (cudagraph chosen, the profiler never started here), the replay is a warm-up only.
+        if self.profile_graphs:
+            short = flush_floor(self._graph_flushes(g_calls), self._flush_us)
+        else:
+            short = ""
+            g_calls.replay()
         g_flush.replay()
         torch.cuda.synchronize()
+        if short:
+            raise TimerTampered(f"{FLUSH_TAMPERED} ({short})")
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(4 * replays)]
         order = []
         if before is not None:
