@@ -226,10 +226,10 @@ def test_the_timers_own_objects_changed_inside_the_window_are_tampering(timer):
 @pytest.mark.parametrize("timer", ["cupti", "cudagraph", "events"])
 def test_a_flush_shrunk_between_the_kernels_calls_and_put_back_is_tampering(timer):
     # The timer's bound flush holds its length in a closure cell: set to one element during the calls and
-    # back in the last one, it leaves the L2 warm and nothing changed after the window. Under cupti each
-    # flush's device time is held to 30 % of the timer's own; under cudagraph and events the flush's bound
-    # values and the timer's attributes are checked between calls (capture is untimed; under events
-    # outside each pair of events). Not yet run on a GPU (session 55 wrote it after its device time).
+    # back in the last one, it leaves the L2 warm and nothing changed after the window. The flush's bound
+    # values and the timer's attributes are checked between calls (outside each pair of events; capture
+    # is untimed); under cupti each flush's device time is also held to half the timer's own fastest.
+    # Not yet run on a GPU (session 55 wrote it after its device time).
     out = ab("torch_honest", "shrinks_the_flush_gpu", SIZES[1:2], timer=timer)
     for c in show(f"shrinks the flush under {timer}", out, SIZES[1:2]):
         assert c["status"] == Status.TAMPERED and "L2 flush" in c["message"], c

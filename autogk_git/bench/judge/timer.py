@@ -42,7 +42,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .held import FLUSH_TAMPERED, TimerTampered, cells, flush_floor, held_names, held_state, held_unchanged
+from .held import (FLUSH_TAMPERED, GRAPH_FLUSH_FLOOR, TimerTampered, cells, flush_floor, held_names, held_state,
+                   held_unchanged)
 from .stats import median
 
 TIMERS = ("cudagraph", "cupti", "events")
@@ -158,10 +159,11 @@ class DeviceTimer:
 
     def _flush_time(self) -> float:
         """The device time of one flush, in microseconds: CUDA events around eight flushes back to back (the
-        launches' latency spread over them), the median of three such runs. What a flush in a timed window
-        is held to (held.flush_floor)."""
+        launches' latency spread over them), the fastest of five such runs (the labels' processes start
+        side by side, and another's work on the GPU only lengthens a run). What a flush in a timed window is
+        held to (held.flush_floor)."""
         flush, got = self._flusher(), []
-        for _ in range(3):
+        for _ in range(5):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
             for _ in range(8):
@@ -169,7 +171,7 @@ class DeviceTimer:
             b.record()
             torch.cuda.synchronize()
             got.append(_ELAPSED(a, b) * 1000.0 / 8)
-        return median(got)
+        return min(got)
 
     def flush(self) -> None:
         self._flusher()()
@@ -280,12 +282,15 @@ class DeviceTimer:
         # calls hold, in Triton's own launch machinery say, shows there). No kernel code of Python runs in a
         # replay. Where the profiler sees no flush in the graph, nothing is held; where this timer is the
         # process's first (cudagraph chosen, the profiler never started here), the replay is a warm-up only.
+        short = ""
         if self.profile_graphs:
-            short = flush_floor(self._graph_flushes(g_calls), self._flush_us)
+            in_calls, alone = self._graph_flushes(g_calls), self._graph_flushes(g_flush)
+            if len(alone) == len(calls):  # the profiler sees the graphs' kernels here: hold the calls' flushes
+                short = flush_floor(in_calls, median(alone), GRAPH_FLUSH_FLOOR, expected=len(calls)) or \
+                    flush_floor(in_calls, self._flush_us)
         else:
-            short = ""
             g_calls.replay()
-        g_flush.replay()
+            g_flush.replay()
         torch.cuda.synchronize()
         if short:
             raise TimerTampered(f"{FLUSH_TAMPERED} ({short})")
@@ -359,9 +364,14 @@ class DeviceTimer:
                 # holding modules and classes, would not see. Checked before the profiler stops.
                 watched = (self, prof, getattr(prof, "profiler", None), *starts, *ends)
                 held = held_state(watched)
+                held_flush = self._held_flush(flush)
                 if before is not None:
                     before()
                 for c, s, e in window:
+                    # before each flush, outside the pair of events (CUPTI counts device time only): a flush
+                    # the kernel shrank between its calls, as under events
+                    if self._held_flush(flush) != held_flush:
+                        raise TimerTampered(FLUSH_TAMPERED)
                     flush()
                     s()
                     c()

@@ -68,8 +68,12 @@ def test_an_attribute_set_or_swapped_on_the_profiler_inside_the_window_is_tamper
 def test_a_flush_under_the_floor_of_the_timers_own_is_named():
     from autogk_git.bench.judge import held
     assert held.flush_floor([23.0, 24.1, 22.8], 25.0) == ""
-    got = held.flush_floor([23.0, 1.9, 2.1, 22.8], 25.0)
-    assert got.startswith("2 of 4 flushes under 30 %") and "1.90 us" in got, got
+    got = held.flush_floor([23.0, 1.9, 12.1, 22.8], 25.0)  # cut to a twelfth, and to just under half
+    assert got.startswith("2 of 4 flushes under 50 %") and "1.90 us" in got, got
+    # Under CUDA graphs: against the flush-only graph's own, and as many as were made.
+    assert held.flush_floor([23.0, 24.0], 24.0, held.GRAPH_FLUSH_FLOOR, expected=2) == ""
+    assert "under 75 %" in held.flush_floor([23.0, 16.0], 24.0, held.GRAPH_FLUSH_FLOOR, expected=2)
+    assert held.flush_floor([23.0], 24.0, held.GRAPH_FLUSH_FLOOR, expected=2) == "1 flushes seen where 2 were made"
 
 
 def test_a_value_set_in_a_flushs_closure_changes_its_cells():
