@@ -102,3 +102,43 @@ def test_an_attribute_added_to_what_a_flush_launches_changes_its_names_not_a_cac
     assert held.held_names([fn]) == before
     fn.run = lambda *a, **k: None  # an instance attribute over a method: a patch
     assert held.held_names([fn]) != before
+
+
+FLUSH_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from autogk_git.bench.judge import timer
+t = timer.DeviceTimer.__new__(timer.DeviceTimer)  # no GPU here: the state __init__ would make, by hand
+t.method, t.profile_graphs, t.l2_bytes = "cupti", False, 1 << 20
+t._flush_buf, t._flush_n, t._bandwidth, t._flush_us = torch.empty(1 << 10, dtype=torch.int32), 1 << 10, None, 20.0
+flush = t._flusher()  # Triton's own launcher object, not launched
+held = t._held_flush(flush)
+out = {"again": t._held_flush(flush) == held, "rebound": t._held_flush(t._flusher()) == held}
+cells = dict(zip(flush.__code__.co_freevars, flush.__closure__))
+cells["n"].cell_contents = 1
+out["n shrunk"] = t._held_flush(flush) == held
+cells["n"].cell_contents = 1 << 10
+out["n put back"] = t._held_flush(flush) == held
+launch = cells["launch"].cell_contents
+inner = [c.cell_contents for c in (launch.__closure__ or ())]
+jit = next(x for x in inner if hasattr(x, "run"))
+jit.run = lambda *a, **k: None
+out["run on the Triton function"] = t._held_flush(flush) == held
+del jit.run
+t._flush_n = 1
+out["the timer's length"] = t._held_flush(flush) == held
+print(json.dumps(out))
+"""
+
+
+def test_the_timers_bound_flush_is_held_the_same_until_it_is_changed():
+    # DeviceTimer._held_flush on Triton's real launcher (made, not launched: no GPU here), as the timers
+    # compare it between calls: equal on an honest window, unequal when its length, the Triton function
+    # it launches or the timer's own attributes change. (The honest side is what keeps a kernel from being
+    # refused for nothing.)
+    p = subprocess.run([sys.executable, "-c", FLUSH_SCRIPT, str(REPO)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"again": True, "rebound": False, "n shrunk": False, "n put back": True,
+                   "run on the Triton function": False, "the timer's length": False}, out
