@@ -273,7 +273,7 @@ def page(target: str, items: list[ledger.Row], png_name: str, summary: dict[str,
                    if never else "")
                 + ".</p>")
     counts = summary["counts"] + "."
-    fetched = sum(1 for r in items if not r.judged_here)
+    fetched = summary.get("judged_elsewhere", 0)
     if fetched:
         counts += (f" {fetched} of {len(items)} judged in another clone (their result notes were fetched; "
                    "`autogk iterate` benchmarks such an experiment here before it concludes or merges).")

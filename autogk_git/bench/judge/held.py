@@ -22,8 +22,9 @@ def _contents(v: object) -> object:
 
 
 def held_state(objs) -> tuple:
-    """What a timer's objects are (timer.py's profiler and CUDA events), for held_unchanged: each one's type, and its instance attributes in
-    order with their identities and, for containers, their items' identities.
+    """What a timer's objects are (timer.py's profiler and CUDA events), for held_unchanged: each one's
+    type, and its instance attributes in order with their identities and, for containers, their items'
+    identities.
 
     The kernel's code runs inside the timed window, below the timer's frame: through the frames (or gc's
     object lists) it can reach the profiler and the CUDA events the figures are read from, and an instance

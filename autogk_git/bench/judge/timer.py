@@ -394,8 +394,8 @@ class DeviceTimer:
         kernels.sort()
         short = flush_floor([float(d) for _, n, d in kernels if FLUSH_KERNEL in n], self._flush_us)
         if short:
-            # Under CUPTI nothing is checked between calls inside the window (its pace is the kernel's);
-            # each flush's own device time shows one the kernel shrank and put back between its calls.
+            # Each flush's own device time: a flush shrunk deeper than the checks between calls reach (in
+            # Triton's launch machinery, say) and put back before the window ended.
             raise TimerTampered(f"{FLUSH_TAMPERED} ({short})")
         per_call: list[float] = []
         counts: list[int] = []
