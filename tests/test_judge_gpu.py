@@ -119,6 +119,19 @@ def test_work_left_past_the_timed_window_fails_on_the_gpu():
     assert out["labels"]["parent"][BIG["uuid"]]["status"] == Status.PASSED
 
 
+@pytest.mark.parametrize("timer", ["cupti", "events"])
+def test_a_kernel_that_moves_work_between_its_windows_calls_is_not_faster(timer):
+    # Six of ten calls do 70 % of their work and the last call the rest: the same window as the parent's,
+    # every output right at its end, and 0.7x by the calls' median (the old figure; above the byte floor).
+    out = run("ab", {"parent": src("torch_honest"), "candidate": src("bunches_its_calls_gpu")}, [BIG], timer=timer)
+    r = out["labels"]["candidate"][BIG["uuid"]]
+    print(f"BUNCH {timer}: {r['status']} ratio {r.get('ratio_vs_parent')} latency {r.get('latency_us')} "
+          f"samples {r.get('samples_us')}; {str(r.get('message', ''))[:300]}")
+    assert r["status"] in (Status.PASSED, Status.TAMPERED), r
+    assert r.get("ratio_vs_parent") is None or r["ratio_vs_parent"] > 0.93, r
+    assert out["labels"]["parent"][BIG["uuid"]]["status"] == Status.PASSED
+
+
 def test_a_name_added_to_the_device_timer_is_tampered():
     out = run("ab", {"parent": src("torch_honest"), "candidate": src("adds_getattribute")}, [BIG])
     r = out["labels"]["candidate"][BIG["uuid"]]

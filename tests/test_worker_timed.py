@@ -442,6 +442,18 @@ def test_work_left_past_the_timed_window_is_not_a_speedup():
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
 
 
+def test_a_kernel_that_does_its_windows_work_in_one_call_is_not_faster():
+    # The candidate does the parent's work, all of it inside the window: in the window's first call it
+    # finds the other calls in its caller's frames and computes every one of them, then returns at once
+    # from the rest. The window is as long as the parent's, so the judge's clock (which compares whole
+    # windows) sees nothing; on the old code the window's figure was its calls' median: PASSED at 0.0014x.
+    # It is their mean now.
+    out, c = against_sleeps_honest("bunches_its_calls", reps=20)
+    assert c["status"] in ("PASSED", "TAMPERED"), c
+    assert c.get("ratio_vs_parent") is None or c["ratio_vs_parent"] > 0.9, c
+    assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+
+
 def test_the_judge_draws_inputs_no_kernel_can_replay(tmp_path):
     # The job's seed is readable (a kernel can find the job, or knows its commit); the inputs are drawn
     # from it mixed with a secret of the judge's process, so the same job gives other values each run.

@@ -15,6 +15,7 @@ from pickle import dumps as _freeze, loads as _thaw
 
 import torch
 
+from .stats import window_mean
 from .status import Status
 
 DPS_HINT = ("run() must write its results into the output tensors it is given (the arguments after the "
@@ -127,8 +128,7 @@ class HostTimer:
             samples.append((clock() - t0) * 1e6)
         if after is not None:
             after()
-        s = sorted(samples)
-        return {"us": s[len(s) // 2], "samples": samples, "method": self.method}
+        return {"us": window_mean(samples), "samples": samples, "method": self.method}
 
     def sync_latency(self, call, n: int = 3) -> float:
         return self.time_calls([call] * n)["us"]

@@ -314,6 +314,15 @@ class Rounds:
         return out
 
 
+def window_mean(samples: list) -> float:
+    """A timed window's figure: its calls' mean, their whole time over their count (what the judge's own
+    clock confirms, witness.py). Never an order statistic of the calls (their median, say): a kernel that
+    does the work of several calls of its window in one of them, all inside the window, would move the
+    median as far as it likes and leave the window's whole time, and so every clock, as it was
+    (tests/data/cheats/bunches_its_calls.py: 0.0014x of its parent by the median of 20 calls, CPU)."""
+    return math.fsum(samples) / len(samples)
+
+
 def median(values: Sequence[float]) -> float:
     s = sorted(values)
     n = len(s)

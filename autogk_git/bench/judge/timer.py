@@ -44,7 +44,7 @@ import triton.language as tl
 
 from .held import (FLUSH_TAMPERED, GRAPH_FLUSH_FLOOR, TimerTampered, cells, flush_floor, held_names, held_state,
                    held_unchanged)
-from .stats import median
+from .stats import median, window_mean
 
 TIMERS = ("cudagraph", "cupti", "events")
 # Read through the class, never the instance: an attribute the kernel set on an event changes nothing.
@@ -225,7 +225,7 @@ class DeviceTimer:
 
     def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 3, after=None,
                    after_kernels: int | None = None, before=None) -> dict:
-        """Device time of one call, in microseconds: {'us': median, 'samples': [...], 'method': ...};
+        """Device time of one call, in microseconds: {'us': the calls' mean, 'samples': [...], 'method': ...};
         with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged.
 
         after: enqueued on the caller's stream right after the last timed call (the outputs' snapshot),
@@ -247,7 +247,9 @@ class DeviceTimer:
                 out["late_work"] = late
         else:
             samples = self._events(calls, after, before)
-        out.update(us=median(samples), samples=samples)
+        # A cudagraph sample is one replay of the whole window (its calls' mean already): the median of the
+        # replays. Per-call samples (cupti, events) give their mean, never their median (stats.window_mean).
+        out.update(us=median(samples) if self.method == "cudagraph" else window_mean(samples), samples=samples)
         return out
 
     def _graph(self, calls: Sequence[Callable[[], object]], replays: int, before=None, after=None) -> list[float]:
