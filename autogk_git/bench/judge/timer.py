@@ -130,6 +130,35 @@ def reset_persisting_l2() -> str:
     return "ok" if a == 0 and b == 0 else f"cudaDeviceSetLimit -> {a}, cudaCtxResetPersistingL2Cache -> {b}"
 
 
+def buckets(kernels: Sequence[tuple]) -> tuple[list[float], list[int], float]:
+    """A CUPTI window's kernels, (start, name, us) in order of start, into one bucket a flush: each
+    bucket's device time and kernel count (a flush opens it; the call after that flush, or the snapshot
+    after the last), and the flushes' own time summed.
+
+    Kernels that started before the window's first flush (nothing of the timer's runs there) go into the
+    first call's bucket: work a kernel started ahead of its first call's flush, on a stream of its own
+    that waited only for the judge's gate, say, overlapping its calls and the flushes. Left out, it was
+    no call's, and the window's figure never saw it."""
+    per_call: list[float] = []
+    counts: list[int] = []
+    flushes, ahead, n_ahead = 0.0, 0.0, 0
+    for _start, name, dur in kernels:
+        if FLUSH_KERNEL in name:
+            flushes += float(dur)
+            per_call.append(0.0)
+            counts.append(0)
+        elif per_call:
+            per_call[-1] += float(dur)
+            counts[-1] += 1
+        else:
+            ahead += float(dur)
+            n_ahead += 1
+    if n_ahead and per_call:
+        per_call[0] += ahead
+        counts[0] += n_ahead
+    return per_call, counts, flushes
+
+
 class TimerError(Exception):
     """This timer could not time these calls; the judge tries the other device timer."""
 
@@ -399,17 +428,7 @@ class DeviceTimer:
             # Each flush's own device time: a flush shrunk deeper than the checks between calls reach (in
             # Triton's launch machinery, say) and put back before the window ended.
             raise TimerTampered(f"{FLUSH_TAMPERED} ({short})")
-        per_call: list[float] = []
-        counts: list[int] = []
-        flushes = 0.0
-        for start, name, dur in kernels:
-            if FLUSH_KERNEL in name:
-                flushes += float(dur)
-                per_call.append(0.0)
-                counts.append(0)
-            elif per_call:
-                per_call[-1] += float(dur)
-                counts[-1] += 1
+        per_call, counts, flushes = buckets(kernels)
         late = ""
         if after is not None:
             if len(per_call) != len(calls) + 1:
