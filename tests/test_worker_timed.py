@@ -355,6 +355,48 @@ def test_a_window_after_the_last_round_that_no_timer_can_time_judges_nothing(mon
     assert tried == ["host", "cupti", "cudagraph"]
 
 
+def _cupti_failing_for(monkeypatch, labels: set):
+    """Rounds whose main timer is a host clock named "cupti" (the fallback one named "cudagraph"), whose
+    "cupti" windows fail for the labels named; returns (label, timer) of every window tried."""
+    class Named(calls.HostTimer):
+        def __init__(self, method):
+            self.method = method
+    monkeypatch.setattr(rounds, "timer_errors", lambda device: (_TimerFailed,), raising=False)
+    monkeypatch.setattr(rounds, "device_timer", Named, raising=False)
+    monkeypatch.setattr(rounds, "HostTimer", lambda: Named("cupti"), raising=False)
+    real, tried = rounds.time_label, []
+
+    def time_label(tk, sets, warm, job, wl, reference, device, rng, method_timer, *a, **k):
+        tried.append((tk.label, method_timer.method))
+        if tk.label in labels and method_timer.method == "cupti":
+            raise _TimerFailed("cupti timer: saw 11 flushes for 10 calls")
+        return real(tk, sets, warm, job, wl, reference, device, rng, method_timer, *a, **k)
+    monkeypatch.setattr(rounds, "time_label", time_label)
+    return tried
+
+
+def test_a_candidate_that_cupti_cannot_time_where_its_parent_can_is_not_moved_to_another_timer(monkeypatch):
+    """A kernel can make CUPTI fail (a kernel of its own named like the flush); the fallback (CUDA graphs) is
+    the weaker timer (work overlapped with its flushes, skipped in its later replays). On the old code every
+    such failure moved both labels to it; now, where CUPTI times the parent, the candidate fails."""
+    tried = _cupti_failing_for(monkeypatch, {"candidate"})
+    j = job("ab", workloads=WLS[:1], min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": honest})
+    c = recs[f"candidate:{WLS[0]['uuid']}"]
+    assert c["status"] == "RUNTIME_ERROR" and "could not be timed by CUPTI, which timed its parent" in c["message"], c
+    assert ("candidate", "cudagraph") not in tried and ("parent", "cupti") in tried, tried
+
+
+def test_where_cupti_times_neither_label_both_move_to_the_other_timer(monkeypatch):
+    # The machine's CUPTI, not the candidate: the parent is timed first to tell, then both labels move.
+    tried = _cupti_failing_for(monkeypatch, {"candidate", "parent"})
+    j = job("ab", workloads=WLS[:1], min_rounds=2, max_rounds=2)
+    recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": honest})
+    u = WLS[0]["uuid"]
+    assert recs[f"candidate:{u}"]["status"] == "PASSED", recs[f"candidate:{u}"]
+    assert ("candidate", "cudagraph") in tried and ("parent", "cudagraph") in tried, tried
+
+
 def test_the_candidate_is_never_timed_on_inputs_the_parent_has_seen():
     """A trunk kernel made to leave its outputs for the next candidate (a buffer shared through /dev/shm)
     is useless if the candidate never gets inputs the parent has had first: the parent records every input

@@ -210,6 +210,12 @@ def timer_errors(device: str) -> tuple:
     return (timing.TimerError,)
 
 
+def cupti_refused(e: BaseException) -> str:
+    return (f"could not be timed by CUPTI, which timed its parent here ({e}): a kernel is not moved to a "
+            "weaker timer on its own account (work overlapped with the timer's flushes, or skipped in a CUDA "
+            "graph's later replays, is counted under CUPTI alone)")
+
+
 def other_timer(u: str, method: dict, tried: dict, timers: dict) -> bool:
     """Workload u's timer failed: its method becomes the device timer not yet tried there (made once);
     False when both have failed."""
@@ -288,6 +294,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     failures: dict[str, tuple[str, KernelFailure]] = {}
     clocked: set[str] = set()  # workloads the judge's clock condemned (tenants.name_strangers)
     tried: dict[str, set] = {}
+    timed_by: dict[str, set] = {}  # per workload: (label, timer) pairs that timed a window there
     longest: dict[str, float] = {}  # per workload: the longest witnessed request, gate to reply (seconds)
     verify = verify_plan(settings, [wl["uuid"] for _, wl in wls], rng)
     # An untrusted parent (a kernel process) is timed on the candidate's sets of the round before:
@@ -342,6 +349,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             early_by: dict[str, int] = {}
             while True:
                 got, seen = {}, {}
+                failed_by = None  # the label whose window the timer could not time
                 try:
                     for tk in order:
                         emit(event="at", label=cand.label if tk.label == "reference" else tk.label, uuid=u)
@@ -351,6 +359,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                             got[tk.label], seen[tk.label] = time_label(
                                 tk, t_sets, t_warm, job, wl, reference, device, rng, timers[method[u]], t_checked,
                                 t_ref, longest.get(u))
+                            timed_by.setdefault(u, set()).add((tk.label, method[u]))
                             seen_s = (got[tk.label].get("witness") or {}).get("request_s")
                             if seen_s:
                                 longest[u] = max(longest.get(u, 0.0), seen_s)
@@ -358,6 +367,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                             early_by[tk.label] = early_by.get(tk.label, 0) + 1
                             raise
                         except capture_error:
+                            failed_by = tk.label
                             raise
                         except Exception as e:  # noqa: BLE001 - the kernel raised while being timed
                             failures[u] = label_failure(tk, cand, e, device)
@@ -368,6 +378,16 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
                         continue
                     failures[u] = (cand.label, early_failure(early_by, base.label, cand.label, early))
                 except capture_error as e:
+                    if failed_by == cand.label and method[u] == "cupti":
+                        # CUPTI times the parent but not the candidate: the candidate's doing (a kernel of
+                        # its own named like the flush, say), and the fallback's timer is weaker (work
+                        # overlapped with the flushes, a graph's later replays): no switch on its account.
+                        if (base.label, "cupti") in timed_by.get(u, ()):
+                            failures[u] = (cand.label, KernelFailure(Status.RUNTIME_ERROR, cupti_refused(e)))
+                            break
+                        if order[0] is not base:  # the parent first: the candidate's doing or the machine's
+                            order = [base, cand]
+                            continue
                     # Both labels, from this round on, with the other timer: the method must be the same.
                     fig[u]["timer_error"] = f"{method[u]}: {e}"
                     if other_timer(u, method, tried, timers):
