@@ -148,6 +148,16 @@ def test_a_kernel_that_skips_work_in_a_graphs_later_replays_is_not_faster():
     assert out["labels"]["parent"][BIG["uuid"]]["status"] == Status.PASSED
 
 
+def test_a_helper_process_of_the_kernels_own_on_the_gpu_is_tampering():
+    # The helper holds a context and does nothing: what the judge sees is the context, listed by NVML, of a
+    # process descending from the candidate's kernel process (tenants.Watch), whatever it computes.
+    out = run("ab", {"parent": src("torch_honest"), "candidate": src("helper_process_gpu")}, [SMALL, BIG])
+    for u, r in out["labels"]["candidate"].items():
+        print(f"HELPER {u[-2:]}: {r['status']}; {str(r.get('message', ''))[:300]}")
+        assert r["status"] == Status.TAMPERED and "a process of its own" in r["message"], r
+        assert r.get("ratio_vs_parent") is None
+
+
 def test_a_name_added_to_the_device_timer_is_tampered():
     out = run("ab", {"parent": src("torch_honest"), "candidate": src("adds_getattribute")}, [BIG])
     r = out["labels"]["candidate"][BIG["uuid"]]

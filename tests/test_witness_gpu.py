@@ -185,7 +185,10 @@ def test_another_context_busy_on_the_gpu_before_the_parents_windows_is_tampering
             # interference check is still unshown there.
             pytest.xfail(f"interference not seen: {c['status']}, interfered "
                          f"{c.get('interfered_parent', 0)}/{c.get('interfered_candidate', 0)}")
-        assert "busy with another process right before the parent's" in c["message"], c
+        # Either the sleep saw the child's context at work, or the judge's watch saw the context itself
+        # (a process of the kernel's own on the GPU, tenants.Watch): both TAMPERED.
+        assert ("busy with another process right before the parent's" in c["message"]
+                or "a process of its own" in c["message"]), c
         assert c.get("ratio_vs_parent") is None
 
 

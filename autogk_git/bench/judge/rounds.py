@@ -41,7 +41,7 @@ from .inputs import (
 from .kernels import LIMITS, RemoteKernel, arm
 from .sampling import calls_per_round, cross_check, verify_plan
 from .status import Status
-from .tenants import name_strangers
+from .tenants import Watch, name_strangers
 from .witness import Early, blank_like
 
 PHASES: dict[str, float] = {}
@@ -274,6 +274,25 @@ def settle_pending(job: dict, base: TimedKernel, cand: TimedKernel, wl_of: dict,
             break
 
 
+def gpu_watch(device: str, base: TimedKernel, cand: TimedKernel) -> Watch | None:
+    """On a GPU, the judge's watch for processes of the kernels' own that use it (tenants.Watch), started."""
+    remote = [k for k in (base, cand) if isinstance(k.fn, RemoteKernel)]
+    if not device.startswith("cuda") or not remote:
+        return None
+    watch = Watch(lambda: {k.fn.proc.pid: k.label for k in remote if k.fn.proc is not None}, cand.label)
+    watch.start()
+    return watch
+
+
+def watched_failure(watch: Watch | None, base: TimedKernel, cand: TimedKernel) -> tuple | None:
+    """(label, failure) where the watch saw a process of a kernel's own on the GPU: the candidate's first."""
+    for tk in (cand, base):
+        bad = watch.found(tk.label) if watch is not None else None
+        if bad is not None:
+            return tk.label, bad
+    return None
+
+
 def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tuple[int, dict]], inputs: Inputs,
                  reference, device: str, emit, seq, rounds: int) -> tuple[dict, dict, float | None]:
     """Paired rounds: per round, every workload, both labels in random order (see the module's doc for
@@ -303,6 +322,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     own_sets = base.dps  # a parent, not the reference (a parent in the judge's own process: tests and tools)
     pending: dict[str, dict] = {}
     means: list[float] = []  # each round's mean log ratio over its workloads
+    # A daemon thread: stopped after the rounds (a judge that raises out of them ends soon after).
+    watch = gpu_watch(device, base, cand)
     t_round = time.monotonic()
     for r in range(rounds):
         now = time.monotonic()
@@ -317,6 +338,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         for i, wl in wls:
             u = wl["uuid"]
             if u in failures or (seq is not None and not seq.times(u)):
+                continue
+            seen_gpu = watched_failure(watch, base, cand)
+            if seen_gpu is not None:
+                failures[u] = seen_gpu
                 continue
             n = fig[u]["calls"]
             base_seed = seed * 7919 + i * 104729 + r * 1_000_003
@@ -435,6 +460,12 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     if own_sets:
         settle_pending(job, base, cand, {wl["uuid"]: wl for _, wl in wls}, pending, failures, reference,
                        device, rng, timers, method, longest, emit, tried)
+    if watch is not None:  # a look after the last window: no workload's figures stand
+        watch.stop()
+        seen_gpu = watched_failure(watch, base, cand)
+        for u in fig:
+            if seen_gpu is not None and u not in failures:
+                failures[u] = seen_gpu
     for u, f in fig.items():  # every timed workload's own figures, confirmed by the judge's clock
         bad = clock_failure(f, device) if u not in failures else None
         if bad is not None:

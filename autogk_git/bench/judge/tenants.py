@@ -13,12 +13,15 @@ Pids are NVML's, the machine's; in a container with its own pid namespace they w
 one's and nothing is named (on the H200 device they are: benchmarks/results/session37_h200/call2/)."""
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import subprocess
+import threading
 
 from . import hygiene
 from .calls import KernelFailure
+from .status import Status
 
 QUERY = ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader"]
 SHOWN = 5  # processes named in one message
@@ -94,3 +97,153 @@ def name_strangers(failures: dict, clocked: set[str], kernel_pids: list[int]) ->
         if u in failures:
             label, e = failures[u]
             failures[u] = (label, named(e, others))
+
+
+# -- the job's own processes on the GPU ----------------------------------------------------------------
+
+WATCH_EVERY_S = 0.02
+"""How often the judge lists the GPU's compute processes while the rounds run (Watch). A process needs
+~0.1 s or more to make a CUDA context, so one made for a window alone is listed."""
+
+
+class _ProcessInfo(ctypes.Structure):  # nvmlProcessInfo_t (v2 and v3 of the call)
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong), ("gpuInstanceId", ctypes.c_uint),
+                ("computeInstanceId", ctypes.c_uint)]
+
+
+def nvml() -> tuple[object | None, str]:
+    """(libnvidia-ml, initialised; "") or (None, why not)."""
+    try:
+        lib = ctypes.CDLL("libnvidia-ml.so.1")
+        rc = lib.nvmlInit_v2()
+    except (OSError, AttributeError) as e:
+        return None, f"no NVML: {e}"
+    return (lib, "") if rc == 0 else (None, f"nvmlInit_v2 returned {rc}")
+
+
+def nvml_pids(lib) -> set[int] | None:
+    """The pids NVML lists with a compute context on any GPU of the machine; None where it cannot say."""
+    n = ctypes.c_uint(0)
+    if lib.nvmlDeviceGetCount_v2(ctypes.byref(n)) != 0:
+        return None
+    call = getattr(lib, "nvmlDeviceGetComputeRunningProcesses_v3", None) or \
+        getattr(lib, "nvmlDeviceGetComputeRunningProcesses_v2", None)
+    if call is None:
+        return None
+    pids: set[int] = set()
+    for i in range(n.value):
+        dev = ctypes.c_void_p()
+        if lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(i), ctypes.byref(dev)) != 0:
+            return None
+        size = 64
+        while True:
+            count, infos = ctypes.c_uint(size), (_ProcessInfo * size)()
+            rc = call(dev, ctypes.byref(count), infos)
+            if rc == 7 and size < 4096:  # NVML_ERROR_INSUFFICIENT_SIZE
+                size *= 4
+                continue
+            if rc != 0:
+                return None
+            pids.update(int(infos[k].pid) for k in range(count.value))
+            break
+    return pids
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def origin(pid: int, ends: set[int], limit: int = 64) -> int | None:
+    """The first of `ends` among pid's ancestors (pid itself not counted), by /proc's parent links; None."""
+    p = parent_pid(pid)
+    while p and p > 1 and limit > 0:
+        if p in ends:
+            return p
+        p, limit = parent_pid(p), limit - 1
+    return None
+
+
+class Watch(threading.Thread):
+    """The judge's look, every WATCH_EVERY_S while the rounds run, at which processes hold a CUDA context:
+    one that descends from a kernel's process (or from the judge, where the judge took in a kernel's orphan
+    as their subreaper) is that kernel's work done out of its own process. Its CUPTI figures never see
+    such work, and the judge's clock sees it only beyond its slack (12.5 us a call at the sparse
+    attention's two calls a window): a kernel could have a helper process compute its outputs into the
+    same GPU buffers and claim the time of an empty call. Honest kernels start no process that uses the
+    GPU (Triton's compiler, ptxas, holds no context).
+
+    kernels(): {pid: label} of the kernel processes now. found(): {label: "pid N (name)"}; an orphan of
+    the job goes to `orphan_label` (the candidate: a process that hid its origin is charged to the
+    kernel under judgment)."""
+
+    def __init__(self, kernels, orphan_label: str, every_s: float = WATCH_EVERY_S) -> None:
+        super().__init__(name="autogk-gpu-watch", daemon=True)
+        self.kernels, self.orphan_label, self.every_s = kernels, orphan_label, every_s
+        self.halt = threading.Event()
+        self.seen: dict[str, str] = {}
+        self.unavailable = ""
+
+    def run(self) -> None:
+        lib, why = nvml()
+        if lib is None:
+            self.unavailable = why
+            return
+        judge = os.getpid()
+        while True:
+            self.look(lib, judge)
+            if self.halt.wait(self.every_s):
+                self.look(lib, judge)  # once more after the last window
+                return
+
+    def look(self, lib, judge: int) -> None:
+        try:
+            pids = nvml_pids(lib)
+            kernels = dict(self.kernels())
+        except Exception as e:  # noqa: BLE001 - a failed look is recorded, never a verdict
+            self.unavailable = f"{type(e).__name__}: {e}"
+            return
+        if pids is None:
+            return
+        for pid in pids - set(kernels) - {judge}:
+            end = origin(pid, set(kernels) | {judge})
+            if end is None or not cuda_loaded(pid):
+                continue  # not of this job (name_strangers names such processes), or no CUDA there
+            label = kernels.get(end, self.orphan_label)
+            self.seen.setdefault(label, f"pid {pid} ({_name(pid)})")
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=10)
+
+    def found(self, label: str) -> KernelFailure | None:
+        what = self.seen.get(label)
+        if what is None:
+            return None
+        return KernelFailure(Status.TAMPERED, f"a process of its own, {what}, held a CUDA context on the GPU while "
+                             "the judge timed the job: a kernel's work runs in its own process, where its timer "
+                             "sees it (a helper process's work is counted by no timer)")
+
+
+def cuda_loaded(pid: int) -> bool:
+    """Whether pid has the CUDA driver mapped, or hides its maps: a confirmation of NVML's pid, which in a
+    container with a pid namespace of its own could name another process here (the job's torch_shm_manager,
+    say, which holds no context)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return any("libcuda" in line for line in f)
+    except PermissionError:
+        return True  # a process that made itself undumpable: nothing honest of the job's does
+    except OSError:
+        return False
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return re.sub(r"[^A-Za-z0-9._/+-]", "?", f.read().strip())[:40]
+    except OSError:
+        return "?"

@@ -70,3 +70,73 @@ def test_failures_are_left_alone_where_nvml_says_nothing():
     failures = {"u": ("candidate", e)}
     tenants.name_strangers(failures, {"u"}, [])
     assert failures["u"][1] is e
+
+
+KERNEL = r"""
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_process_a_kernel_started_that_holds_a_gpu_context_is_its_kernels_tampering(monkeypatch):
+    # A helper process of the kernel's (here a child of a stand-in kernel process) listed by NVML with a
+    # context: its work would be counted by no timer and by the judge's clock only past its slack. The
+    # kernel process itself, and processes outside the job, are not held against anyone.
+    kernel = subprocess.Popen([sys.executable, "-c", KERNEL], stdout=subprocess.PIPE, text=True)
+    helper = None
+    try:
+        helper = int(kernel.stdout.readline())
+        outsider = os.getppid()  # pytest's parent: not of this job
+        monkeypatch.setattr(tenants, "nvml_pids", lambda lib: {kernel.pid, helper, outsider, os.getpid()})
+        monkeypatch.setattr(tenants, "cuda_loaded", lambda pid: True)  # no CUDA driver on this machine
+        watch = tenants.Watch(lambda: {kernel.pid: "candidate"}, "candidate")
+        watch.look(None, os.getpid())
+        bad = watch.found("candidate")
+        assert bad is not None and bad.status == Status.TAMPERED and f"pid {helper} (" in str(bad), watch.seen
+        assert watch.found("parent") is None and list(watch.seen) == ["candidate"], watch.seen
+    finally:
+        if helper:
+            os.kill(helper, 9)
+        kernel.kill()
+        kernel.wait()
+
+
+def test_an_orphan_the_judge_took_in_is_charged_to_the_candidate(monkeypatch):
+    # A kernel's helper that left its parent (reparented to the judge, its subreaper) names no kernel: the
+    # candidate, the kernel under judgment, answers for it. Here the "judge" is this test's process and the
+    # orphan its direct child.
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        monkeypatch.setattr(tenants, "nvml_pids", lambda lib: {orphan.pid})
+        monkeypatch.setattr(tenants, "cuda_loaded", lambda pid: True)
+        watch = tenants.Watch(lambda: {}, "candidate")
+        watch.look(None, os.getpid())
+        assert watch.found("candidate") is not None and watch.found("parent") is None, watch.seen
+    finally:
+        orphan.kill()
+        orphan.wait()
+
+
+def test_the_watch_says_why_it_could_not_look_and_judges_nothing(monkeypatch):
+    monkeypatch.setattr(tenants, "nvml", lambda: (None, "no NVML: not here"))
+    watch = tenants.Watch(lambda: {}, "candidate")
+    watch.start()
+    watch.stop()
+    assert watch.unavailable == "no NVML: not here" and watch.found("candidate") is None
+
+
+def test_a_pid_of_the_job_without_cuda_mapped_is_not_held_against_it(monkeypatch):
+    # In a container with a pid namespace of its own NVML's pids are the machine's and could name another
+    # process here: only one with the CUDA driver mapped (or its maps hidden) counts.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        monkeypatch.setattr(tenants, "nvml_pids", lambda lib: {child.pid})
+        assert not tenants.cuda_loaded(child.pid)
+        watch = tenants.Watch(lambda: {}, "candidate")
+        watch.look(None, os.getpid())
+        assert watch.seen == {}
+    finally:
+        child.kill()
+        child.wait()
