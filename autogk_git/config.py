@@ -82,6 +82,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "clock_null_window": Key(bool, False, "the judge's clock also times each label's null window (the same "
                                  "window, no call in it) and records the pair's figure less each process's fixed "
                                  "cost per window (witness_null_us): a measurement, never a verdict's figure yet"),
+        "timed_stress": Key(bool, True, "one timed call a window (drawn at random) gets a stress set's values (rows "
+                            "scaled over orders of magnitude, outliers, shifted rows) and is compared with the "
+                            "reference: a kernel fitted to N(0,1) in its timed calls alone is caught there"),
         "min_rounds": Key(int, 5, "ab stage: rounds before the first decision", check=_pos, rule="> 0"),
         "max_rounds": Key(int, 40, "ab stage: round budget", check=_pos, rule="> 0"),
         "wide_rounds": Key(int, 200, "ab stage: when the geomean says keep but some workload's bound is still too "

@@ -192,12 +192,20 @@ def test_reference_calls_an_ab_job_makes():
         ref.calls[0] += 1
         return base(*a)
     ref.calls = [0]
-    j = job("ab", workloads=WLS[:2], parent_light=True, trials=2, min_rounds=3, max_rounds=3, verify_sets=2)
+    j = job("ab", workloads=WLS[:2], parent_light=True, trials=2, min_rounds=3, max_rounds=3, verify_sets=2,
+            timed_stress=False)
     recs, _, _ = W_run_with_reference(j, {"parent": honest, "candidate": honest}, ref)
     assert {r["status"] for r in recs.values()} == {"PASSED"}
     # per workload: the candidate's 2 sets + the parent's own one + the set refilled in the same buffers
     # + 2 verified timed calls + 4 stress sets and 1 unlisted shape.
     assert ref.calls[0] == 2 * (2 + 1 + 1 + 2 + 5)
+    # With a stress set in each window (the default): one reference call more a round and workload, where
+    # the stressed set was not in the sample already (its reference outputs come with it).
+    ref.calls = [0]
+    j["settings"]["timed_stress"] = True
+    recs, _, _ = W_run_with_reference(j, {"parent": honest, "candidate": honest}, ref)
+    assert {r["status"] for r in recs.values()} == {"PASSED"}
+    assert 2 * (2 + 1 + 1 + 5) + 2 * 3 <= ref.calls[0] <= 2 * (2 + 1 + 1 + 2 + 5) + 2 * 3, ref.calls[0]
 
 
 def W_run_with_reference(j, kernels, reference):
@@ -250,6 +258,7 @@ def test_a_kernel_wrong_only_after_the_early_rounds_is_caught(monkeypatch):
     assert c["status"] == "INCORRECT_NUMERICAL" and "timed call" in c["message"]
     # and with no reference read at all, every timed call is still compared with the parent's (cross_check)
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
+    j["settings"]["timed_stress"] = False  # nor the stress set's call, which is always read
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 2 * 15)})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL" and "the sample did not read" in c["message"]
@@ -260,7 +269,7 @@ def test_a_kernel_wrong_only_in_the_last_round_is_compared_with_the_parent_on_th
     last round meet the parent's only when the parent runs once more after it (settle_pending): a kernel
     right until then, with no reference read at all, is still caught there."""
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
-    j = job("ab", workloads=WLS[:1], trials=2, min_rounds=4, max_rounds=4)
+    j = job("ab", workloads=WLS[:1], trials=2, min_rounds=4, max_rounds=4, timed_stress=False)
     # correctness 7 calls, then 15 a round (see the test above): wrong from the fourth round's first call on
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_late(7 + 3 * 15)})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
@@ -496,6 +505,19 @@ def test_a_kernel_that_does_its_windows_work_in_one_call_is_not_faster():
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
 
 
+def test_a_kernel_fitted_to_n01_in_its_timed_calls_alone_is_caught_there():
+    # Exact in the checks (the stress sets ran there alone), clamped to [-4, 4] in the timed calls: on the old
+    # code every timed set was N(0,1) and it PASSED. One call a window now holds a stress set, compared with
+    # the reference (5 rounds: the vector's scaled set crosses 4 in ~92 % of draws, an outlier always,
+    # shifted rows in about half).
+    j = job("ab", workloads=WLS[4:5], min_rounds=5, max_rounds=5, reps=6, warmup=1)
+    j["sources"] = {"parent": _cheat("torch_honest"), "candidate": _cheat("fitted_when_timed")}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    assert c["status"] == "INCORRECT_NUMERICAL" and "timed" in c["message"], c
+    assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+
+
 def test_the_judge_draws_inputs_no_kernel_can_replay(tmp_path):
     # The job's seed is readable (a kernel can find the job, or knows its commit); the inputs are drawn
     # from it mixed with a secret of the judge's process, so the same job gives other values each run.
@@ -680,7 +702,7 @@ def test_a_kernel_wrong_on_some_timed_calls_no_sample_reads_is_caught_against_it
                     out.zero_()
         return run
     monkeypatch.setattr(rounds, "verify_plan", lambda s, u, rng: {"early": 10, **{x: {} for x in u}})
-    j = job("ab", workloads=WLS[:1], min_rounds=3, max_rounds=3)
+    j = job("ab", workloads=WLS[:1], min_rounds=3, max_rounds=3, timed_stress=False)  # no reference read at all
     recs, s, _ = run_inprocess(j, {"parent": honest, "candidate": wrong_when_timed_sometimes()})
     c = recs[f"candidate:{WLS[0]['uuid']}"]
     assert c["status"] == "INCORRECT_NUMERICAL", c

@@ -64,7 +64,8 @@ def settings_for(config) -> dict[str, Any]:
     return {"trials": b.trials, "reps": b.reps, "warmup": b.warmup, "timer": b.timer,
             "min_rounds": b.min_rounds, "max_rounds": b.max_rounds, "wide_rounds": b.wide_rounds,
             "min_effect": b.min_effect, "confidence": b.confidence, "guard": b.guard,
-            "timing_mem_bytes": b.timing_mem_mb << 20, "clock_null_window": b.clock_null_window}
+            "timing_mem_bytes": b.timing_mem_mb << 20, "clock_null_window": b.clock_null_window,
+            "timed_stress": b.timed_stress}
 
 
 def start_setting(config) -> dict[str, Any]:

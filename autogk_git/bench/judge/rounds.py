@@ -29,7 +29,8 @@ from .calls import (
     sync,
     time_batch,
 )
-from .checks import alloc_outputs, bits, check_inputs, check_outputs, read_flags, relabel, same_bits_flag
+from .checks import (alloc_outputs, bits, check_inputs, check_outputs, read_flags, relabel, same_bits_flag,
+                     stress_a_timed_set)
 from .clock import EARLY_TRIES, clock_failure, early_failure, interference_failure, paired_figures
 from .inputs import (
     HarnessFailure,
@@ -368,6 +369,13 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
             # no reference call. Every timed call's outputs are checked for the poison.
             checked = rng.sample(range(n), min(verify[u].get(r, 1 if r >= verify["early"] else 0), n))
             ref_cache: dict = {}
+            try:  # one call of the window on a stress set, always compared with the reference
+                stressed = stress_a_timed_set(job, wl, sets, reference, device, rng, ref_cache)
+            except HarnessFailure as e:
+                failures[u] = (cand.label, KernelFailure(Status.HARNESS_ERROR, str(e)))
+                continue
+            if stressed is not None and stressed not in checked:
+                checked.append(stressed)
             given = {cand.label: (sets, warm, checked, ref_cache), base.label: (sets, warm, checked, ref_cache)
                      if prev is None else (prev["sets"], prev["warm"], prev["checked"], prev["ref"])}
             early = 0

@@ -190,6 +190,11 @@ def target_sets(definition: dict, workload: dict, base: list, seed: int, module:
     return out
 
 
+def all_finite(ref: tuple) -> bool:
+    """Whether every float output is finite."""
+    return all(bool(torch.isfinite(r).all()) for r in ref if isinstance(r, torch.Tensor) and r.dtype.is_floating_point)
+
+
 def finite_where(ref: tuple, usual: tuple) -> bool:
     """Whether the reference's outputs on a stress set are finite wherever the usual draw's are."""
     for r, u in zip(ref, usual):
