@@ -317,34 +317,36 @@ def check_stress(run, wl_index: int, wl: dict, job: dict, inputs: Inputs, refere
         ran["stress"].append(name)
 
 
-TIMED_STRESS = ("scaled_rows", "outliers", "shifted_rows")
+TIMED_STRESS = ("scaled_rows", "outliers", "shifted_rows", "zero_rows", "past_fp16")
 """The stress sets one timed call a window may get (stress_a_timed_set): values only, no shape or count."""
 
 
 def stress_a_timed_set(job: dict, wl: dict, sets: list, reference, device: str, rng: random.Random,
                        ref_cache: dict) -> int | None:
     """One of a window's input sets, drawn at random, made a stress set in place (stress.py: rows scaled
-    over orders of magnitude, outliers, rows off a zero mean), its reference outputs put in ref_cache: the
-    timed calls hold inputs a model would produce too. The stress sets were in the checks alone, so a
-    kernel that tells its timed calls from the checks (its caller's frames name the timer) could compute
-    them in a precision fitted to N(0,1), right on every timed set and faster there. Returns the set's
-    index, for the reference's sample; None where no set applies (no float input the judge draws) or the
-    reference's outputs are not finite on it, or `[bench] timed_stress` is off."""
+    over orders of magnitude, outliers, rows off a zero mean, zero rows, bf16 values past fp16's range; the
+    first of them in a random order that applies to the workload's inputs), its reference outputs put in
+    ref_cache: the timed calls hold inputs a model would produce too. The stress sets were in the checks
+    alone, so a kernel that tells its timed calls from the checks (its caller's frames name the timer) could
+    compute them in a precision fitted to N(0,1), right on every timed set and faster there. Returns the
+    set's index, for the reference's sample; None where no set applies (no float input the judge draws) or
+    the reference's outputs are not finite on any, or `[bench] timed_stress` is off."""
     if not job.get("settings", {}).get("timed_stress", True) or not sets:
         return None
-    k, name, seed = rng.randrange(len(sets)), rng.choice(TIMED_STRESS), rng.randrange(1 << 30)
-    usual = None  # the usual set's reference outputs: made only where the stressed ones are not all finite
-    for exp in stress.shrunk(stress.SCALE_EXP):
-        values = stress.stress_set(name, job["definition"], wl, sets[k], seed, TARGET, device, exp)
-        if values is None:
-            return None
-        ref = reference_outputs(reference, values)
-        if not stress.all_finite(ref):
-            usual = usual if usual is not None else reference_outputs(reference, sets[k])
-            if not stress.finite_where(ref, usual):
-                continue
-        sets[k], ref_cache[k] = values, ref
-        return k
+    k, seed = rng.randrange(len(sets)), rng.randrange(1 << 30)
+    usual = None  # the usual set's reference outputs: made only where a stressed set's are not all finite
+    for name in rng.sample(TIMED_STRESS, len(TIMED_STRESS)):
+        for exp in stress.shrunk(stress.SCALE_EXP) if name != "zero_rows" else [stress.SCALE_EXP]:
+            values = stress.stress_set(name, job["definition"], wl, sets[k], seed, TARGET, device, exp)
+            if values is None:
+                break  # this set does not apply here: the next one
+            ref = reference_outputs(reference, values)
+            if not stress.all_finite(ref):
+                usual = usual if usual is not None else reference_outputs(reference, sets[k])
+                if not stress.finite_where(ref, usual):
+                    continue
+            sets[k], ref_cache[k] = values, ref
+            return k
     return None
 
 
