@@ -151,9 +151,14 @@ def test_a_kernel_that_skips_work_in_a_graphs_later_replays_is_not_faster():
 def test_a_helper_process_of_the_kernels_own_on_the_gpu_is_tampering():
     # The helper holds a context and does nothing: what the judge sees is the context, listed by NVML, of a
     # process descending from the candidate's kernel process (tenants.Watch), whatever it computes.
+    # On an H100 (2026-12-06) a kernel process's child could not make a CUDA context at all (cudaErrorOperatingSystem,
+    # 304), with the sandbox and without it (AUTOGK_SANDBOX=0): the helper never started, and the watch's
+    # positive path is unshown there (its NVML listing and its charge of a plain child were shown on the same machine).
     out = run("ab", {"parent": src("torch_honest"), "candidate": src("helper_process_gpu")}, [SMALL, BIG])
     for u, r in out["labels"]["candidate"].items():
         print(f"HELPER {u[-2:]}: {r['status']}; {str(r.get('message', ''))[:300]}")
+        if r["status"] == Status.RUNTIME_ERROR and "the helper process did not start" in r.get("message", ""):
+            pytest.xfail(f"a kernel's child cannot make a CUDA context here: {r['message'][-200:]}")
         assert r["status"] == Status.TAMPERED and "a process of its own" in r["message"], r
         assert r.get("ratio_vs_parent") is None
 
