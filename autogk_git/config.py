@@ -106,7 +106,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                             "the check off (loop/drift.py)", check=_frac, rule="in [0, 1)"),
         "untimed": Key(str, "hold", "a correct candidate on an untimed backend (CPU): hold it (an untimed "
                        "ref, not merged) for a timed backend, or merge it on correctness alone", ("hold", "merge")),
-        "timer": Key(str, "cupti", "device timer (see bench/timing.py; cupti is the least noisy on us-scale kernels)",
+        "timer": Key(str, "cupti", "device timer (bench/judge/timer.py): cupti counts every kernel's device time and "
+                     "is the least noisy on us-scale kernels; cudagraph and events do not see work a kernel overlaps "
+                     "with the timer's flushes on a stream of its own, so they are for kernels you trust",
                      ("cupti", "cudagraph", "events")),
         "timeout_s": Key(int, 600, "one benchmark job's time limit in seconds", check=_pos, rule="> 0"),
         "reference_timeout_s": Key(int, 60, "time limit of the definition's reference check (init, bench, a changed "
