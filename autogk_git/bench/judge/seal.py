@@ -198,8 +198,8 @@ def seal_process(process, timing) -> Seal:
     seal = Seal()
     from . import calls, held, hygiene, launch, profiling, stats, status
     for name, mod in (("kernel_process", process), ("seal", sys.modules[__name__]), ("calls", calls),
-                      ("timer", timing), ("hygiene", hygiene), ("stats", stats), ("status", status),
-                      ("launch", launch), ("profiling", profiling)):
+                      ("timer", timing), ("held", held), ("hygiene", hygiene), ("stats", stats),
+                      ("status", status), ("launch", launch), ("profiling", profiling)):
         if mod is not None:
             seal.own(name, mod)
     # torch's own namespace only for what this path calls: torch._dynamo's import (torch.compile in a
@@ -221,7 +221,7 @@ def seal_process(process, timing) -> Seal:
                  ("FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "Kernel") if hasattr(apu, c)]
     for name, ns in libs:
         seal.library(name, ns)
-    for mod in (process, sys.modules[__name__], calls, timing, hygiene, launch, profiling, stats, status,
+    for mod in (process, sys.modules[__name__], calls, timing, held, hygiene, launch, profiling, stats, status,
                 builtins, math, time, mpc, mpr, torch, torch.cuda, sys.modules.get("torch.profiler"),
                 sys.modules.get("ctypes"), gc, signal, threading):
         if mod is not None:

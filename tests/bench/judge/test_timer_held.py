@@ -142,3 +142,26 @@ def test_the_timers_bound_flush_is_held_the_same_until_it_is_changed():
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out == {"again": True, "rebound": False, "n shrunk": False, "n put back": True,
                    "run on the Triton function": False, "the timer's length": False}, out
+
+
+SEAL_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from autogk_git.bench.judge import held, kernel_process, seal, timer
+s = seal.seal_process(kernel_process, timer)
+out = {"honest": s.check()}
+held._contents = lambda v: None  # container items no longer compared: a swapped list item unseen
+out["patched"] = s.check()
+print(json.dumps(out))
+"""
+
+
+def test_the_module_that_holds_the_timers_objects_is_sealed():
+    # The timer checks its objects with held.py's functions, which look up their helpers in held's own
+    # namespace: a kernel that patched one of them (held._contents, say) inside its window would turn the
+    # check off. On the code before, held.py was imported by the timer but in none of the seal's lists: the
+    # patch went unseen. In a process of its own: the seal installs an audit hook there for good.
+    p = subprocess.run([sys.executable, "-c", SEAL_SCRIPT, str(REPO)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["honest"] == "" and "held" in out["patched"], out
