@@ -471,9 +471,9 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
     if watch is not None:  # a look after the last window: no workload's figures stand
         watch.stop()
         seen_gpu = watched_failure(watch, base, cand)
-        for u in fig:
-            if seen_gpu is not None and u not in failures:
-                failures[u] = seen_gpu
+        if seen_gpu is not None:
+            for u in fig:
+                failures.setdefault(u, seen_gpu)
     for u, f in fig.items():  # every timed workload's own figures, confirmed by the judge's clock
         bad = clock_failure(f, device) if u not in failures else None
         if bad is not None:
