@@ -27,6 +27,11 @@ QUERY = ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uu
 SHOWN = 5  # processes named in one message
 
 
+def plain(name: str) -> str:
+    """A process's name as a result may hold it (a process names itself): short, plain characters only."""
+    return re.sub(r"[^A-Za-z0-9._/+-]", "?", name)[:40]
+
+
 def parse_compute_apps(text: str) -> list[dict]:
     """Rows of `nvidia-smi --query-compute-apps=pid,process_name,used_memory[,gpu_uuid] --format=csv`
     (a header line, if any, is skipped): [{pid, name, memory, gpu}]; gpu is "" where not asked."""
@@ -38,7 +43,7 @@ def parse_compute_apps(text: str) -> list[dict]:
         gpu = parts[-1] if len(parts) >= 4 and parts[-1].startswith("GPU-") else ""
         rest = parts[1:-1] if gpu else parts[1:]
         # A process names itself: only a short, plain name goes into a result.
-        name = re.sub(r"[^A-Za-z0-9._/+-]", "?", ",".join(rest[:-1]))[:40]
+        name = plain(",".join(rest[:-1]))
         rows.append({"pid": int(parts[0]), "name": name, "memory": rest[-1][:20], "gpu": gpu})
     return rows
 
@@ -244,6 +249,6 @@ def cuda_loaded(pid: int) -> bool:
 def _name(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/comm") as f:
-            return re.sub(r"[^A-Za-z0-9._/+-]", "?", f.read().strip())[:40]
+            return plain(f.read().strip())
     except OSError:
         return "?"
