@@ -505,6 +505,19 @@ def test_a_kernel_that_does_its_windows_work_in_one_call_is_not_faster():
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
 
 
+def test_a_kernel_whose_helpers_spin_while_the_other_label_is_timed_is_not_faster():
+    # The candidate does its parent's work call for call (fixed Python steps, no sleep), and at import forks
+    # burners, two a core, that spin whenever it has not been called for 5 ms: through the parent's windows.
+    # On the old code the parent came out 1.3-1.5x slower and the candidate PASSED at 0.67-0.71x (CPU, 2
+    # cores); every other process of the job's kernels is now stopped while one label is timed.
+    j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
+    j["sources"] = {"parent": _cheat("busy_honest"), "candidate": _cheat("burns_the_cpu_while_the_other_is_timed")}
+    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    assert c["status"] == "PASSED" and c["ratio_vs_parent"] > 0.9, c
+    assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+
+
 def test_a_kernel_fitted_to_n01_in_its_timed_calls_alone_is_caught_there():
     # Exact in the checks (the stress sets ran there alone), clamped to [-4, 4] in the timed calls: on the old
     # code every timed set was N(0,1) and it PASSED. One call a window now holds a stress set, compared with

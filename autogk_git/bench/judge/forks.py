@@ -101,6 +101,7 @@ class Starter:
             finally:
                 os._exit(70)
         b.close()
+        self.pid = pid
         self.sock = a
         self.exits: dict[int, int] = {}
         self.gone = False

@@ -201,6 +201,39 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def tree(pid: int) -> list[int]:
+    """pid's descendants, walked through /proc/PID/task/TID/children from pid down (a few reads for a job's
+    small tree, where `descendants` reads every process's stat); `descendants` where the kernel keeps no
+    such files."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                kids = Path(f"/proc/{p}/task/{tid}/children").read_text().split()
+            except FileNotFoundError:
+                if p == pid:
+                    return descendants(pid)
+                continue
+            except OSError:
+                continue
+            for k in map(int, kids):
+                out.append(k)
+                todo.append(k)
+    return out
+
+
+def command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def tagged(tag: str) -> list[int]:
     """Processes whose environment carries TAG_VAR=tag (readable ones: this user's, dumpable)."""
     needle = f"{TAG_VAR}={tag}".encode()

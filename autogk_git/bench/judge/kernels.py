@@ -19,6 +19,7 @@ from .calls import DPS_HINT, KernelFailure, load_module
 from .status import Status
 
 _CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
+SHM_MANAGER = "torch_shm_manag"  # torch_shm_manager as /proc/PID/comm shows it (15 characters)
 _STARTER: list = []  # the judge's kernel starter (forks.Starter), when its job forks its kernel processes
 
 
@@ -225,8 +226,34 @@ class RemoteKernel:
             raise KernelFailure(Status(reply[1]), reply[2])
         return snaps if snaps is not None else outs
 
+    def others(self) -> list[int]:
+        """Every process of the job's kernels but this label's own: the other labels' processes and what
+        they started, and what the judge adopted (a kernel's orphans come back to it, the subreaper). Not the
+        judge's own helpers: its kernel starter (whose forks are the kernels' processes) and torch's
+        shared-memory manager."""
+        mine = {self.proc.pid, *hygiene.tree(self.proc.pid)} if self.proc is not None else set()
+        helpers = {_STARTER[0].pid} if _STARTER else set()
+        return [p for p in hygiene.tree(os.getpid()) if p not in mine and p not in helpers
+                and not hygiene.command_name(p).startswith(SHM_MANAGER)]
+
     def time(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
              settings: dict, witness=None) -> dict:
+        """`timed`, with every other process of the job's kernels stopped (SIGSTOP) for the request and
+        continued after it: nothing another label started can run beside this label's timed window, to
+        take the cores or the GPU from it (tests/data/cheats/burns_the_cpu_while_the_other_is_timed.py:
+        burners forked at import, spinning while their kernel was not called, made its parent 1.26x
+        slower on CPU and it PASSED at 0.80x) or to act between the judge's steps. Work a stopped process
+        had queued on the GPU before it stopped still runs: there the defence is CUPTI's record of its
+        kernels, the outputs read at its window's end, and the judge's sleep before each window."""
+        paused = self.others()
+        hygiene.kill_pids(paused, signal.SIGSTOP)
+        try:
+            return self.timed(sets, outs, snaps, warm, warm_outs, method, settings, witness)
+        finally:
+            hygiene.kill_pids(paused, signal.SIGCONT)
+
+    def timed(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
+              settings: dict, witness=None) -> dict:
         """Time the kernel on one round's sets; `snaps` receive the timed calls' outputs right after the
         timed window (calls.time_batch). With `witness` (key, real inputs, judge's output copies, longest): `sets`
         are blank until the judge writes `real` into them inside the window, and the judge's own clock
