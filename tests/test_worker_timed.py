@@ -505,17 +505,35 @@ def test_a_kernel_that_does_its_windows_work_in_one_call_is_not_faster():
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
 
 
-def test_a_kernel_whose_helpers_spin_while_the_other_label_is_timed_is_not_faster():
+@pytest.mark.parametrize("detach", [False, True], ids=["children", "daemons"])
+def test_nothing_the_candidate_started_runs_while_its_parent_is_timed(detach, tmp_path):
     # The candidate does its parent's work call for call (fixed Python steps, no sleep), and at import forks
-    # burners, two a core, that spin whenever it has not been called for 5 ms: through the parent's windows.
-    # On the old code the parent came out 1.3-1.5x slower and the candidate PASSED at 0.67-0.71x (CPU, 2
-    # cores); every other process of the job's kernels is now stopped while one label is timed.
+    # burners, four a core, that spin whenever it has not been called for 5 ms: through the parent's
+    # windows. On the old code, on the idle 2-core machine, the parent came out 1.3-1.5x slower and the
+    # candidate PASSED at 0.67-0.71x. Every other process of the job's kernels is now stopped while one
+    # label is timed, daemons the judge adopted (a double fork and setsid) among them. A ratio is as noisy
+    # as the machine's load, so what is asserted is the mechanism: no burst of spinning starts inside any of
+    # the parent's timed calls (on the old code hundreds did).
+    src = _cheat("burns_the_cpu_while_the_other_is_timed")
+    if detach:
+        src = {"kernel.py": src["kernel.py"].replace("DETACH = False", "DETACH = True", 1)}
+    calls, bursts = tmp_path / "calls.log", tmp_path / "bursts.log"
     j = job("ab", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
-    j["sources"] = {"parent": _cheat("busy_honest"), "candidate": _cheat("burns_the_cpu_while_the_other_is_timed")}
-    out = runner.run_worker(j, dict(os.environ, CUDA_VISIBLE_DEVICES=""), 300)
+    j["sources"] = {"parent": _cheat("busy_honest"), "candidate": src}
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", AUTOGK_SANDBOX="0",  # they write where the test reads
+               AUTOGK_TEST_CALL_LOG=str(calls), AUTOGK_TEST_BURN_LOG=str(bursts))
+    out = runner.run_worker(j, env, 300)
     c = out["labels"]["candidate"][WLS[4]["uuid"]]
-    assert c["status"] == "PASSED" and c["ratio_vs_parent"] > 0.9, c
+    # TAMPERED: the burners, spinning until they see their kernel called, can take the cores from the
+    # judge's clock at the start of the candidate's own window (a refusal, as the clock gives)
+    assert c["status"] in ("PASSED", "TAMPERED"), c
+    print(c["status"], c.get("ratio_vs_parent"), c.get("message", "")[:300])
     assert out["labels"]["parent"][WLS[4]["uuid"]]["status"] == "PASSED"
+    timed = [tuple(map(float, line.split())) for line in calls.read_text().split("\n") if line]
+    starts = sorted(float(line) for line in bursts.read_text().split("\n") if line)
+    assert len(timed) >= 6 and len(starts) > 100, (len(timed), len(starts))  # the parent timed, the burners ran
+    inside = [(t, a, b) for a, b in timed for t in starts if a <= t <= b]
+    assert not inside, f"{len(inside)} bursts started inside the parent's timed calls, e.g. {inside[:3]}"
 
 
 def test_a_kernel_fitted_to_n01_in_its_timed_calls_alone_is_caught_there():

@@ -259,6 +259,34 @@ def kill_pids(pids: Iterable[int], sig: int = signal.SIGKILL) -> None:
             pass
 
 
+def stop_pids(pids: Iterable[int], wait_s: float = 1.0) -> list[int]:
+    """SIGSTOP each pid, then wait (up to wait_s) until each is stopped or gone: a signal is acted on when
+    its process next runs, which on a loaded machine can be milliseconds later. Returns the pids signalled."""
+    sent = []
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGSTOP)
+            sent.append(p)
+        except (ProcessLookupError, PermissionError):
+            pass
+    left, deadline = list(sent), time.monotonic() + wait_s
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if _state(p) not in ("T", "t", "Z", "X", "")]
+        if left:
+            time.sleep(0.0005)
+    return sent
+
+
+def _state(pid: int) -> str:
+    """The process's state letter in /proc/PID/stat ('' when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    rest = stat[stat.rfind(")") + 2:]
+    return rest[:1]
+
+
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
     try:
         os.killpg(pgid, sig)

@@ -238,15 +238,14 @@ class RemoteKernel:
 
     def time(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
              settings: dict, witness=None) -> dict:
-        """`timed`, with every other process of the job's kernels stopped (SIGSTOP) for the request and
-        continued after it: nothing another label started can run beside this label's timed window, to
+        """`timed`, with every other process of the job's kernels stopped (SIGSTOP, waited for until each
+        is) for the request and continued after it: nothing another label started can run beside this label's timed window, to
         take the cores or the GPU from it (tests/data/cheats/burns_the_cpu_while_the_other_is_timed.py:
         burners forked at import, spinning while their kernel was not called, made its parent 1.26x
         slower on CPU and it PASSED at 0.80x) or to act between the judge's steps. Work a stopped process
         had queued on the GPU before it stopped still runs: there the defence is CUPTI's record of its
         kernels, the outputs read at its window's end, and the judge's sleep before each window."""
-        paused = self.others()
-        hygiene.kill_pids(paused, signal.SIGSTOP)
+        paused = hygiene.stop_pids(self.others())
         try:
             return self.timed(sets, outs, snaps, warm, warm_outs, method, settings, witness)
         finally:
