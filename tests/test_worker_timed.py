@@ -536,6 +536,47 @@ def test_nothing_the_candidate_started_runs_while_its_parent_is_timed(detach, tm
     assert not inside, f"{len(inside)} bursts started inside the parent's timed calls, e.g. {inside[:3]}"
 
 
+# The scale target's reference with a fixed amount of CPU work a call, appending the start and end of each
+# call the judge times (its timer's `time_calls` among the callers) where AUTOGK_TEST_CALL_LOG says.
+LOGGED_REFERENCE = """import os, sys, time
+import torch
+LOG = os.environ.get("AUTOGK_TEST_CALL_LOG")
+def run(x, bias, scale):
+    t0 = time.monotonic()
+    acc = 0
+    for i in range(60_000):
+        acc += i & 7
+    out = x * scale + bias
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_name != "time_calls":
+        f = f.f_back
+    if LOG and f is not None:
+        with open(LOG, "a") as fh:
+            fh.write(f"{t0} {time.monotonic()}\\n")
+    return out
+"""
+
+
+def test_nothing_the_candidate_started_runs_while_the_judge_times_the_reference(tmp_path):
+    # The stride stage times the reference in the judge's own process: the candidate's burners, spinning
+    # through it, slowed it (a larger speedup over the reference, and under `contest` heavier weights where
+    # they spun); on the old code 1,691 and 2,836 of their bursts started inside its timed calls (two runs).
+    calls, bursts = tmp_path / "calls.log", tmp_path / "bursts.log"
+    j = job("stride", workloads=WLS[4:5], min_rounds=3, max_rounds=3, reps=6, warmup=2)
+    j["definition"] = dict(DEF, reference=LOGGED_REFERENCE)
+    j["sources"] = {"candidate": _cheat("burns_the_cpu_while_the_other_is_timed")}
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", AUTOGK_SANDBOX="0",  # they write where the test reads
+               AUTOGK_TEST_CALL_LOG=str(calls), AUTOGK_TEST_BURN_LOG=str(bursts))
+    out = runner.run_worker(j, env, 300)
+    c = out["labels"]["candidate"][WLS[4]["uuid"]]
+    assert c["status"] in ("PASSED", "TAMPERED"), c
+    timed = [tuple(map(float, line.split())) for line in calls.read_text().split("\n") if line]
+    starts = sorted(float(line) for line in bursts.read_text().split("\n") if line)
+    assert len(timed) >= 6 and len(starts) > 100, (len(timed), len(starts))
+    inside = [(t, a, b) for a, b in timed for t in starts if a <= t <= b]
+    assert not inside, f"{len(inside)} bursts started inside the reference's timed calls, e.g. {inside[:3]}"
+
+
 def test_a_kernel_fitted_to_n01_in_its_timed_calls_alone_is_caught_there():
     # Exact in the checks (the stress sets ran there alone), clamped to [-4, 4] in the timed calls: on the old
     # code every timed set was N(0,1) and it PASSED. One call a window now holds a stress set, compared with

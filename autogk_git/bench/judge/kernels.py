@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -226,30 +227,17 @@ class RemoteKernel:
             raise KernelFailure(Status(reply[1]), reply[2])
         return snaps if snaps is not None else outs
 
-    def others(self) -> list[int]:
-        """Every process of the job's kernels but this label's own: the other labels' processes and what
-        they started, and what the judge adopted (a kernel's orphans come back to it, the subreaper). Not the
-        judge's own helpers: its kernel starter (whose forks are the kernels' processes) and torch's
-        shared-memory manager."""
-        mine = {self.proc.pid, *hygiene.tree(self.proc.pid)} if self.proc is not None else set()
-        helpers = {_STARTER[0].pid} if _STARTER else set()
-        return [p for p in hygiene.tree(os.getpid()) if p not in mine and p not in helpers
-                and not hygiene.command_name(p).startswith(SHM_MANAGER)]
-
     def time(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
              settings: dict, witness=None) -> dict:
-        """`timed`, with every other process of the job's kernels stopped (SIGSTOP, waited for until each
-        is) for the request and continued after it: nothing another label started can run beside this label's timed window, to
-        take the cores or the GPU from it (tests/data/cheats/burns_the_cpu_while_the_other_is_timed.py:
-        burners forked at import, spinning while their kernel was not called, made its parent 1.26x
-        slower on CPU and it PASSED at 0.80x) or to act between the judge's steps. Work a stopped process
-        had queued on the GPU before it stopped still runs: there the defence is CUPTI's record of its
-        kernels, the outputs read at its window's end, and the judge's sleep before each window."""
-        paused = hygiene.stop_pids(self.others())
-        try:
+        """`timed`, with every other process of the job's kernels stopped for the request (others_stopped):
+        nothing another label started can run beside this label's timed window, to take the cores or the
+        GPU from it (tests/data/cheats/burns_the_cpu_while_the_other_is_timed.py: burners forked at import,
+        spinning while their kernel was not called, made its parent 1.3-1.5x slower on CPU and it PASSED at
+        0.67-0.71x) or to act between the judge's steps. Work a stopped process had queued on the GPU before
+        it stopped still runs: there the defence is CUPTI's record of its kernels, the outputs read at its
+        window's end, and the judge's sleep before each window."""
+        with others_stopped(self):
             return self.timed(sets, outs, snaps, warm, warm_outs, method, settings, witness)
-        finally:
-            hygiene.kill_pids(paused, signal.SIGCONT)
 
     def timed(self, sets: list, outs: list, snaps: list, warm: list, warm_outs: list, method: str,
               settings: dict, witness=None) -> dict:
@@ -321,6 +309,30 @@ class RemoteKernel:
         except (OSError, ValueError):
             pass
         return self._recv(deadline, doing, why)
+
+
+def others(kernel: RemoteKernel | None = None) -> list[int]:
+    """Every process of the job's kernels but `kernel`'s own (None: all of them): the labels' processes and
+    what they started, and what the judge adopted (a kernel's orphans come back to it, the subreaper). Not
+    the judge's own helpers: its kernel starter (whose forks are the kernels' processes) and torch's
+    shared-memory manager."""
+    mine = set()
+    if kernel is not None and kernel.proc is not None:
+        mine = {kernel.proc.pid, *hygiene.tree(kernel.proc.pid)}
+    helpers = {_STARTER[0].pid} if _STARTER else set()
+    return [p for p in hygiene.tree(os.getpid()) if p not in mine and p not in helpers
+            and not hygiene.command_name(p).startswith(SHM_MANAGER)]
+
+
+@contextmanager
+def others_stopped(kernel: RemoteKernel | None = None):
+    """`others(kernel)` stopped (SIGSTOP, waited for until each is) for the block, continued after it: what
+    `RemoteKernel.time` times, and the reference the judge times itself (rounds.time_label)."""
+    paused = hygiene.stop_pids(others(kernel))
+    try:
+        yield
+    finally:
+        hygiene.kill_pids(paused, signal.SIGCONT)
 
 
 def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:

@@ -39,7 +39,7 @@ from .inputs import (
     reference_outputs,
     resolve_axes,
 )
-from .kernels import LIMITS, RemoteKernel, arm
+from .kernels import LIMITS, RemoteKernel, arm, others_stopped
 from .sampling import calls_per_round, cross_check, verify_plan
 from .status import Status
 from .tenants import Watch, name_strangers
@@ -83,12 +83,13 @@ def time_label(tk: TimedKernel, sets: list, warm_set: list, job: dict, wl: dict,
     axes = resolve_axes(definition, wl)
     tolerances = settings.get("tolerances", {})
     warmup = int(settings.get("warmup", 5))
-    if not tk.dps:  # the reference, timed here: it is trusted code
-        for _ in range(max(1, warmup)):
-            tk.fn(*warm_set)
-        sync(device)
-        t = method_timer.time_calls([lambda a=a: tk.fn(*a) for a in sets])
-        t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
+    if not tk.dps:  # the reference, timed here: it is trusted code, timed with every kernel's process stopped
+        with others_stopped():
+            for _ in range(max(1, warmup)):
+                tk.fn(*warm_set)
+            sync(device)
+            t = method_timer.time_calls([lambda a=a: tk.fn(*a) for a in sets])
+            t["host_us"] = method_timer.sync_latency(lambda: tk.fn(*sets[0]), int(settings.get("host_calls", 10)))
         return t, None
     warm_outs = alloc_outputs(definition, axes, device, 0)
     outs = [alloc_outputs(definition, axes, device, k) for k in range(len(sets))]
