@@ -20,6 +20,7 @@ from .calls import DPS_HINT, KernelFailure, load_module
 from .status import Status
 
 _CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
+STOP_PASSES = 20  # listings of the processes to stop, each after the last one's were stopped (others_stopped)
 SHM_MANAGER = "torch_shm_manag"  # torch_shm_manager as /proc/PID/comm shows it (15 characters)
 _STARTER: list = []  # the judge's kernel starter (forks.Starter), when its job forks its kernel processes
 
@@ -327,8 +328,14 @@ def others(kernel: RemoteKernel | None = None) -> list[int]:
 @contextmanager
 def others_stopped(kernel: RemoteKernel | None = None):
     """`others(kernel)` stopped (SIGSTOP, waited for until each is) for the block, continued after it: what
-    `RemoteKernel.time` times, and the reference the judge times itself (rounds.time_label)."""
-    paused = hygiene.stop_pids(others(kernel))
+    `RemoteKernel.time` times, and the reference the judge times itself (rounds.time_label). Listed again
+    until no new process shows: one forked between the listing and its parent's stop would run on."""
+    paused: list[int] = []
+    for _ in range(STOP_PASSES):
+        new = [p for p in others(kernel) if p not in paused]
+        if not new:
+            break
+        paused += hygiene.stop_pids(new)
     try:
         yield
     finally:

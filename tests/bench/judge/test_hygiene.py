@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 from autogk_git.bench.judge import hygiene
 
@@ -23,3 +25,31 @@ def test_tree_walks_a_process_tree_as_the_full_table_does():
     finally:
         hygiene.kill_tree(proc.pid)
         proc.wait(timeout=10)
+
+
+FORKER = r"""
+import os, subprocess, sys, time
+from autogk_git.bench.judge import hygiene, kernels
+# A process that forks a child every millisecond (each sleeps 50 ms): a child forked between a listing of the
+# processes to stop and its parent's stop would run on through the block.
+src = "import os, signal, time\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\nwhile True:\n    if os.fork() == 0:\n        time.sleep(0.05); os._exit(0)\n    time.sleep(0.001)\n"
+p = subprocess.Popen([sys.executable, "-c", src], start_new_session=True)
+time.sleep(0.1)
+bad = 0
+for _ in range(20):
+    with kernels.others_stopped():
+        below = hygiene.tree(os.getpid())
+        running = [q for q in below if hygiene._state(q) not in ("T", "t", "Z", "X", "")]
+        bad += bool(running)
+    time.sleep(0.01)
+hygiene.kill_tree(p.pid)
+print("blocks with a process running:", bad, "of 20; processes at the end:", len(below))
+"""
+
+
+def test_nothing_below_the_judge_runs_inside_others_stopped_even_while_it_forks():
+    # This script stands for the judge (others_stopped lists what is below the calling process).
+    out = subprocess.run([sys.executable, "-c", FORKER], capture_output=True, text=True, timeout=120,
+                         cwd=str(Path(__file__).resolve().parents[3]))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "blocks with a process running: 0 of 20" in out.stdout, out.stdout
