@@ -227,9 +227,10 @@ def tree(pid: int) -> list[int]:
     return out
 
 
-def command_name(pid: int) -> str:
+def program(pid: int) -> str:
+    """The real path of the program the process runs ('' when it cannot be read: gone, or not this user's)."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
+        return os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
     except OSError:
         return ""
 

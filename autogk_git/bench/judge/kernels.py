@@ -21,7 +21,9 @@ from .status import Status
 
 _CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
 STOP_PASSES = 20  # listings of the processes to stop, each after the last one's were stopped (others_stopped)
-SHM_MANAGER = "torch_shm_manag"  # torch_shm_manager as /proc/PID/comm shows it (15 characters)
+# torch's shared-memory manager, a helper of the judge's that the stop leaves running: told by the program it
+# runs, which a kernel's process cannot be made to be, not by its name, which any process can take (prctl).
+SHM_MANAGER = os.path.realpath(os.path.join(os.path.dirname(torch.__file__), "bin", "torch_shm_manager"))
 _STARTER: list = []  # the judge's kernel starter (forks.Starter), when its job forks its kernel processes
 
 
@@ -322,7 +324,7 @@ def others(kernel: RemoteKernel | None = None) -> list[int]:
         mine = {kernel.proc.pid, *hygiene.tree(kernel.proc.pid)}
     helpers = {_STARTER[0].pid} if _STARTER else set()
     return [p for p in hygiene.tree(os.getpid()) if p not in mine and p not in helpers
-            and not hygiene.command_name(p).startswith(SHM_MANAGER)]
+            and hygiene.program(p) != SHM_MANAGER]
 
 
 @contextmanager

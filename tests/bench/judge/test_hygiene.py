@@ -1,6 +1,7 @@
 """The judge's process helpers (bench/judge/hygiene.py) on real processes."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ def test_tree_walks_a_process_tree_as_the_full_table_does():
         below = hygiene.descendants(proc.pid)
         assert len(below) == 3, below
         assert sorted(hygiene.tree(proc.pid)) == sorted(below)
-        assert {hygiene.command_name(p) for p in below} == {"sleep", "sh"}
+        assert sorted(os.path.basename(hygiene.program(p)) for p in below).count("sleep") == 2, below
         assert hygiene.tree(proc.pid + 10_000_000) == []  # no such process: nothing below it
     finally:
         hygiene.kill_tree(proc.pid)

@@ -1,8 +1,9 @@
 """Cheat: exactly its parent's work a call (busy_honest.py), but at import it forks burners, four a core,
 that spin whenever this kernel has not been called for 5 ms: the other label's timed windows then share
 the cores with them and come out slower, its own do not. DETACH = True makes each burner a daemon (a
-double fork and setsid): the judge, the subreaper, adopts it. With AUTOGK_TEST_BURN_LOG set (the tests'
-own), each burst of spinning appends when it started (CLOCK_MONOTONIC)."""
+double fork and setsid): the judge, the subreaper, adopts it. RENAME = True gives each burner the name
+torch's shared-memory manager shows in /proc (prctl), a helper the judge leaves running. With
+AUTOGK_TEST_BURN_LOG set (the tests' own), each burst of spinning appends when it started (CLOCK_MONOTONIC)."""
 import mmap
 import os
 import struct
@@ -12,6 +13,7 @@ import torch
 
 STEPS = 60_000
 DETACH = False
+RENAME = False
 LOG = os.environ.get("AUTOGK_TEST_BURN_LOG")
 _LAST = mmap.mmap(-1, 8)  # shared with the burners: when run() was last called
 _LAST[:8] = struct.pack("d", time.monotonic())
@@ -43,6 +45,9 @@ for _ in range(4 * (os.cpu_count() or 2)):
                 os.setsid()
                 if os.fork():
                     os._exit(0)
+            if RENAME:
+                import ctypes
+                ctypes.CDLL(None).prctl(15, b"torch_shm_manag", 0, 0, 0)  # PR_SET_NAME
             _burn()
         finally:
             os._exit(0)
