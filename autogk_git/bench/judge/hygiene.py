@@ -169,22 +169,30 @@ def make_undumpable() -> bool:
     return _prctl(PR_SET_DUMPABLE, 0)
 
 
+def stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state, parent pid, group, ...); [] when the
+    process is gone. The name is in parentheses and may hold spaces or ')': the fields after the last ')'."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        return int(stat_fields(pid)[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def _proc_table() -> dict[int, int]:
     """pid -> parent pid, for every process visible in /proc."""
     out = {}
     for d in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not d.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{d}/stat").read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may hold spaces: the fields after the last ')'.
-        rest = stat[stat.rfind(")") + 2:].split()
-        try:
-            out[int(d)] = int(rest[1])
-        except (IndexError, ValueError):
-            continue
+        pp = parent_pid(int(d)) if d.isdigit() else None
+        if pp is not None:
+            out[int(d)] = pp
     return out
 
 
@@ -272,20 +280,15 @@ def stop_pids(pids: Iterable[int], wait_s: float = 1.0) -> list[int]:
             pass
     left, deadline = list(sent), time.monotonic() + wait_s
     while left and time.monotonic() < deadline:
-        left = [p for p in left if _state(p) not in ("T", "t", "Z", "X", "")]
+        left = [p for p in left if not stopped(p)]
         if left:
             time.sleep(0.0005)
     return sent
 
 
-def _state(pid: int) -> str:
-    """The process's state letter in /proc/PID/stat ('' when it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    rest = stat[stat.rfind(")") + 2:]
-    return rest[:1]
+def stopped(pid: int) -> bool:
+    """Stopped (by a signal, or traced), or gone: a zombie, or no longer in /proc."""
+    return stat_fields(pid)[:1] in ([], ["T"], ["t"], ["Z"], ["X"])
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

@@ -154,21 +154,13 @@ def nvml_pids(lib) -> set[int] | None:
     return pids
 
 
-def parent_pid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def origin(pid: int, ends: set[int], limit: int = 64) -> int | None:
     """The first of `ends` among pid's ancestors (pid itself not counted), by /proc's parent links; None."""
-    p = parent_pid(pid)
+    p = hygiene.parent_pid(pid)
     while p and p > 1 and limit > 0:
         if p in ends:
             return p
-        p, limit = parent_pid(p), limit - 1
+        p, limit = hygiene.parent_pid(p), limit - 1
     return None
 
 

@@ -40,7 +40,7 @@ bad = 0
 for _ in range(20):
     with kernels.others_stopped():
         below = hygiene.tree(os.getpid())
-        running = [q for q in below if hygiene._state(q) not in ("T", "t", "Z", "X", "")]
+        running = [q for q in below if not hygiene.stopped(q)]
         bad += bool(running)
     time.sleep(0.01)
 hygiene.kill_tree(p.pid)
