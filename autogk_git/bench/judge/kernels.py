@@ -235,8 +235,8 @@ class RemoteKernel:
         """`timed`, with every other process of the job's kernels stopped for the request (others_stopped):
         nothing another label started can run beside this label's timed window, to take the cores or the
         GPU from it (tests/data/cheats/burns_the_cpu_while_the_other_is_timed.py: burners forked at import,
-        spinning while their kernel was not called, made its parent 1.3-1.5x slower on CPU and it PASSED at
-        0.67-0.71x) or to act between the judge's steps. Work a stopped process had queued on the GPU before
+        spinning while their kernel was not called: PASSED at 0.60-0.81x on CPU, tests/test_worker_timed.py
+        prints the ratio under -s) or to act between the judge's steps. Work a stopped process had queued on the GPU before
         it stopped still runs: there the defence is CUPTI's record of its kernels, the outputs read at its
         window's end, and the judge's sleep before each window."""
         with others_stopped(self):
