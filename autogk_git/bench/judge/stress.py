@@ -38,7 +38,9 @@ to twice it, or a quarter more where twice costs too many elements). The moved w
 `layout` (a target's per-workload detail, such as the DSA sets' run lengths, made for the listed axes):
 the generator makes the shape from its axes alone. The judge draws that value at random from its secret
 seed, so a kernel that works out the value from the listed ones (and is right there alone) cannot know
-it; without a draw (the fast reference's proof) the midpoint, or one past the largest.
+it, and makes it odd where the range and the constraints allow (an even value may be a multiple of the
+kernel's block, where an unmasked tail goes unseen); without a draw (the fast reference's proof) the
+midpoint, or one past the largest.
 Checked for correctness only, when every input is drawn by the judge (or the generator opts in with
 `EXTRA_SHAPES = True`), the definition's constraints hold, and it costs no more input elements than
 the largest listed workload (plus a quarter), so the interpreter on a CPU stays fast.
@@ -296,7 +298,10 @@ def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict
             why = f"past the largest listed, {v}"
         if draw is not None and hi >= lo:  # two draws up to hi, two in its first quarter (within the cap more often)
             near = lo + (hi - lo) // 4
-            cands = [draw.randint(lo, h) for h in (hi, hi, near, near)] + cands
+            drawn = [draw.randint(lo, h) for h in (hi, hi, near, near)]
+            # each made odd first: a multiple of a kernel's block hides an unmasked tail (n = 1792 = 28 x 64
+            # passed a kernel right only on whole blocks of 64); the value even only where odd ones fail
+            cands = [d | 1 for d in drawn] + drawn + cands
         cands = [c for c in dict.fromkeys(cands) if lo <= c <= hi and c not in values]
         for c in cands:
             new_axes = {**axes, name: c}

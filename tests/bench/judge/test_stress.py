@@ -321,6 +321,22 @@ def test_dsa_sparse_attention_unlisted_shapes_reach_the_prefill_path_on_a_gpu_on
         assert all(g[0]["axes"]["num_tokens"] <= 16 for g in got if g and g[1].startswith("num_tokens=")), got
 
 
+def test_a_drawn_unlisted_value_is_odd_so_no_block_size_divides_it():
+    """CI, 2026-12-06: the judge drew n = 1792 (28 x 64) and passed `listed_shapes_only`, a kernel right only
+    on whole blocks of 64 outside the listed values; on the old draw about one job in 32 did so."""
+    import random
+    listed = stress.listed_axes(SCALE_DEF, SCALE_WLS)
+    drawn = []
+    for seed in range(200):
+        r = random.Random(seed)
+        for i, w in enumerate(SCALE_WLS):
+            got = stress.unlisted_shape(SCALE_DEF, w, i, listed, None, r)
+            if got is not None:
+                drawn.append(got[0]["axes"]["n"])
+    assert len(drawn) >= 600 and len(set(drawn)) > 300, (len(drawn), len(set(drawn)))
+    assert all(n % 2 == 1 and n not in listed["n"] for n in drawn), sorted(n for n in drawn if n % 2 == 0)
+
+
 def test_without_a_declared_reach_an_unlisted_shape_goes_at_most_twice_the_largest():
     definition, wls, gen = _target(SA_DIR)
     listed = stress.listed_axes(definition, wls)
