@@ -189,3 +189,29 @@ def test_a_process_forked_with_a_stdin_writes_its_stdout_and_stderr_to_its_log(t
         assert log.read_text().splitlines() == ["on stdout: the job", "on stderr: the job"]
     finally:
         tpl.close()
+
+
+def test_an_exit_reported_for_an_earlier_process_under_the_same_pid_is_not_the_new_ones(tmp_path, tmp_env):
+    """CI, 2026-12-06: `bench worker exited with code 0 outside any kernel`, its stderr empty. A template
+    keeps the exit codes its forks reported by pid for the whole of its life (a test worker's: thousands of
+    processes, pid_max 32,768), so a new judge that got an ended one's pid read that exit as its own at
+    once. Here the template is told of exits under every pid the next forks may take."""
+    from autogk_git.bench.judge import forks, launch
+    d = tmp_path / "job"
+    d.mkdir()
+    runner._write_judge(d, None)
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "autogk_probe.py").write_text("import time\ndef entry(args):\n    time.sleep(1.0)\n    return 7\n")
+    tpl = forks.Template(launch.command("forks", [], package=runner.SHIPPED, root=d), tmp_env, str(d),
+                         str(d / "template.log"))
+    try:
+        last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        top = int(Path("/proc/sys/kernel/pid_max").read_text())
+        tpl.exits.update({p % top: 0 for p in range(last + 1, last + 5000)})  # ended earlier, code 0
+        tpl.exits.update({p: 0 for p in range(300, 2000)})  # past a wrap
+        proc = tpl.spawn("autogk_probe", [], str(d), tmp_env, str(tmp_path / "probe.log"), root=str(mods))
+        assert proc.poll() is None, proc.returncode  # it sleeps for a second
+        assert proc.wait(timeout=60) == 7
+    finally:
+        tpl.close()

@@ -130,6 +130,10 @@ class Starter:
                 if msg is None:
                     raise OSError("the kernel starter died" if self.gone else "the starter did not answer")
                 if msg.get("started"):
+                    # An exit kept under this pid was an earlier process's: pids are reused (32,768 of
+                    # them, and a template outlives thousands of processes), and that stale code read as
+                    # this one's at once: a job's judge "exited with code 0" before it began.
+                    self.exits.pop(int(msg["started"]), None)
                     return ForkedProcess(self, int(msg["started"]), [module, *args])
                 if msg.get("error"):
                     raise OSError(f"the kernel starter could not fork: {msg['error']}")
