@@ -200,15 +200,16 @@ def run(x, bias, scale, out):
 '''
 
 
-def backend_job(project: Path, hold: Path):
-    """A slurm backend from the project's config and a one-workload job whose kernel waits on `hold`."""
+def backend_job(project: Path, hold: Path, seed: int = 0x1234abcd):
+    """A slurm backend from the project's config and a one-workload job whose kernel waits on `hold`
+    (seed: another makes another job, with a shared folder of its own)."""
     from autogk_git.bench.backends import get_backend
     from autogk_git.bench.job import make_job
     from autogk_git.project import Project
     p = Project(project)
     t = p.target("scale")
     job = make_job(t, "quick", {"candidate": {"kernel.py": SLOW_KERNEL.format(hold=str(hold))}}, t.workloads[:1],
-                   {"trials": 1, "reps": 1, "warmup": 0, "timer": "cudagraph"}, seed=0x1234abcd)
+                   {"trials": 1, "reps": 1, "warmup": 0, "timer": "cudagraph"}, seed=seed)
     return get_backend("slurm", p.config), job
 
 
@@ -225,12 +226,16 @@ def run_in_thread(backend, job, timeout_s: float = 600):
     return th, box
 
 
-def wait_running(limit_s: float = 120) -> dict[str, str]:
+def wait_running(limit_s: float = 120, box: dict | None = None) -> dict[str, str]:
+    """The first of our jobs that is RUNNING; box: run_in_thread's, whose end (an error, or a result that
+    came without a job seen running) fails this at once and says what the backend returned."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         running = [r for r in our_jobs() if r["state"] == "RUNNING"]
         if running:
             return running[0]
+        if box:
+            raise AssertionError(f"the backend returned before a job was seen running: {box}")
         time.sleep(0.3)
     raise AssertionError(f"no autogk job running within {limit_s:.0f} s: {our_jobs()}")
 
@@ -358,7 +363,7 @@ def test_a_job_cancelled_from_outside_is_a_harness_error_not_a_pass(project, slu
     hold.write_text("")
     backend, job = backend_job(project, hold)
     th, box = run_in_thread(backend, job)
-    running = wait_running()
+    running = wait_running(box=box)
     assert running["name"] == "autogk-quick-1234abcd"  # the stage and the candidate's commit
     subprocess.run(["scancel", running["id"]], check=True, timeout=30)
     th.join(timeout=120)
@@ -377,7 +382,7 @@ def test_a_node_set_down_during_a_job_is_retried_then_a_status(project, slurm, m
     monkeypatch.setenv("AUTOGK_SLURM_RETRIES", "1")
     backend, job = backend_job(project, hold)
     th, box = run_in_thread(backend, job)
-    first = wait_running()
+    first = wait_running(box=box)
     scontrol("update", "nodename=localhost", "state=down", "reason=test")
     hold.unlink()  # the second attempt runs through
     deadline = time.monotonic() + 60
@@ -389,12 +394,13 @@ def test_a_node_set_down_during_a_job_is_retried_then_a_status(project, slurm, m
     out = box["out"]
     assert statuses(out) == {"PASSED"}, out["labels"]
     assert out["slurm"]["retries"] == 1 and out["slurm"]["job_id"] != first["id"]
-    # Without retries: the lost job is a harness error naming its end.
+    # Without retries: the lost job is a harness error naming its end. Another job: the first's folder may
+    # still get what its first submission's job (reported NODE_FAIL, yet running on) wrote late.
     monkeypatch.setenv("AUTOGK_SLURM_RETRIES", "0")
     hold.write_text("")
-    backend, job = backend_job(project, hold)
+    backend, job = backend_job(project, hold, seed=0x1234abce)
     th, box = run_in_thread(backend, job)
-    wait_running()
+    wait_running(box=box)
     scontrol("update", "nodename=localhost", "state=down", "reason=test")
     th.join(timeout=120)
     assert not th.is_alive()

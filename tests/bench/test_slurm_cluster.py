@@ -45,3 +45,26 @@ def test_a_scancel_the_controller_times_out_is_tried_again_until_the_job_is_gone
     cluster.cancel("7")
     assert state.read_text() == "CANCELLED" and tries.read_text() == "xx"
     assert not cluster.query("7").live
+
+
+def test_a_result_written_by_an_earlier_submissions_job_is_not_taken(tmp_path):
+    """A job SLURM reported ended (its node set down) may run on and write into the folder its job shares
+    with the submission that replaced it: the suite, under load, saw a later identical job return that
+    late result at once, never submitted. A result or error counts only from the job last submitted."""
+    import json
+
+    from autogk_git.bench.backends.slurm import backend
+    d = tmp_path / "key"
+    d.mkdir()
+    (d / "result.json").write_text(json.dumps({"labels": {}, "slurm": {"job_id": "11"}}))
+    (d / "error.json").write_text(json.dumps({"job_id": "11", "error": "late"}))
+    (d / backend.SUBMITTED).write_text(json.dumps({"job_id": "12"}))
+    assert backend._left_by_earlier_run(d) is None
+    assert backend._ours(d, "result.json", "12") is None
+    backend._raise_job_error(d, "12")  # not raised: job 11's
+    assert backend._ours(d, "result.json", "11") is not None
+    (d / "result.json").write_text(json.dumps({"labels": {}, "slurm": {"job_id": "12"}}))
+    assert backend._left_by_earlier_run(d) == {"labels": {}, "slurm": {"job_id": "12"}}
+    (d / backend.SUBMITTED).unlink()  # killed between sbatch and its record: the result is taken
+    (d / "result.json").write_text(json.dumps({"labels": {}, "slurm": {"job_id": "11"}}))
+    assert backend._left_by_earlier_run(d) is not None

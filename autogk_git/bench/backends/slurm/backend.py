@@ -38,6 +38,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[4]  # the folder holding autogk_
 RETRYABLE = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
 """Ends that say nothing about the kernel: the job is submitted again, up to [slurm] retries times."""
 COMMENT_PREFIX = "autogk:"
+SUBMITTED = "submitted.json"  # the job id of the folder's last submission (sbatch's answer)
 
 
 def shared_folder(config) -> Path:
@@ -117,7 +118,9 @@ class SlurmBackend:
         d.mkdir(parents=True)
         (d / "spec.json").write_text(json.dumps(self._spec(job, timeout_s, d)))
         env = hygiene.scrub_env(dict(os.environ), [])  # API keys stay on this machine
-        return cluster.submit(self._script(d), self._options(job, key, d), env)
+        job_id = cluster.submit(self._script(d), self._options(job, key, d), env)
+        (d / SUBMITTED).write_text(json.dumps({"job_id": job_id}))
+        return job_id
 
     # -- run --------------------------------------------------------------------------------------
 
@@ -171,14 +174,14 @@ class SlurmBackend:
                     if submitted:
                         info["queue_s"] = round(max(0.0, started["started"] - submitted), 3)
                 offset = _forward(d / "progress.jsonl", offset, on_progress)
-                done = _read(d / "result.json")
+                done = _ours(d, "result.json", job_id)
                 if done is not None:
                     return done
                 _raise_job_error(d, job_id)
                 st = cluster.query(job_id)
                 if st is None or not st.live:
                     time.sleep(0.5)  # a result written as the job ended may still be on its way (NFS)
-                    done = _read(d / "result.json")
+                    done = _ours(d, "result.json", job_id)
                     if done is not None:
                         return done
                     _raise_job_error(d, job_id)
@@ -258,13 +261,27 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _ours(d: Path, name: str, job_id: str | None = None) -> dict[str, Any] | None:
+    """The record `name` in the job's folder, if the SLURM job it was written by is job_id (default: the
+    last one submitted, `submitted.json`). Each submission of a job uses one folder: an earlier
+    submission's job that SLURM reported ended (its node set down) may still run there and write its
+    record late, which is not the result of the submission waited for (nor of a later, identical job)."""
+    rec = _read(d / name)
+    if rec is None:
+        return None
+    want = job_id or str((_read(d / SUBMITTED) or {}).get("job_id", ""))
+    wrote = str((rec.get("slurm") or {}).get("job_id", "") if name == "result.json" else rec.get("job_id", ""))
+    return rec if not want or not wrote or wrote == want else None
+
+
 def _left_by_earlier_run(d: Path) -> dict[str, Any] | None:
-    """A result whose run ended (crash, kill) before it read it: the same job, already measured."""
-    return _read(d / "result.json")
+    """A result whose run ended (crash, kill) before it read it: the same job, already measured by the job
+    last submitted for it."""
+    return _ours(d, "result.json")
 
 
 def _raise_job_error(d: Path, job_id: str) -> None:
-    err = _read(d / "error.json")
+    err = _ours(d, "error.json", job_id)
     if err is None:
         return
     shutil.rmtree(d, ignore_errors=True)

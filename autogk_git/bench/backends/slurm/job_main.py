@@ -6,6 +6,8 @@ backend class as on a desk runs the same worker; this side only adds where it ra
     started.json   written first: job id, node, GPUs, start time (the submitter's queue time ends here)
     progress.jsonl one line per status as the worker reports it (the submitter's progress line)
     result.json    the worker's result plus a `slurm` record, written whole (rename) at the end
+The submitter writes submitted.json (the job id sbatch gave) and reads a result or error only from that
+job: a job of an earlier submission that SLURM reported ended may still run here and write late.
 """
 from __future__ import annotations
 
