@@ -5,7 +5,10 @@ import os
 import stat
 import sys
 
+import pytest
+
 from autogk_git.bench.backends.slurm import cluster
+from autogk_git.errors import BenchError
 
 
 def test_slurm_commands_are_out_of_reach_of_the_terminals_ctrl_c(tmp_path, monkeypatch):
@@ -49,8 +52,9 @@ def test_a_scancel_the_controller_times_out_is_tried_again_until_the_job_is_gone
 
 def test_a_result_written_by_an_earlier_submissions_job_is_not_taken(tmp_path):
     """A job SLURM reported ended (its node set down) may run on and write into the folder its job shares
-    with the submission that replaced it: the suite, under load, saw a later identical job return that
-    late result at once, never submitted. A result or error counts only from the job last submitted."""
+    with the submission that replaced it, and a later identical job then returned that late result at once,
+    never submitted (one possible cause of the node-down test's two minutes without a job, once in the suite
+    under load). A result or error counts only from the job last submitted."""
     import json
 
     from autogk_git.bench.backends.slurm import backend
@@ -68,3 +72,45 @@ def test_a_result_written_by_an_earlier_submissions_job_is_not_taken(tmp_path):
     (d / backend.SUBMITTED).unlink()  # killed between sbatch and its record: the result is taken
     (d / "result.json").write_text(json.dumps({"labels": {}, "slurm": {"job_id": "11"}}))
     assert backend._left_by_earlier_run(d) is not None
+
+
+def _fake_slurm(tmp_path, monkeypatch, sbatch: str, squeue: str) -> None:
+    for name, body in (("sbatch", sbatch), ("squeue", squeue)):
+        f = tmp_path / name
+        f.write_text(f"#!{sys.executable}\n{body}")
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(cluster.shutil, "which", lambda name, *a, **k: str(tmp_path / name)
+                        if (tmp_path / name).exists() else None)
+    monkeypatch.setattr("time.sleep", lambda s: None)
+
+
+COUNTED = "import pathlib, sys\nt = pathlib.Path({tries!r})\nt.write_text(t.read_text() + 'x')\nn = len(t.read_text())\n"
+TIMED_OUT = "print('sbatch: error: Batch job submission failed: Socket timed out on send/recv operation', file=sys.stderr)"
+
+
+@pytest.mark.parametrize("queued_anyway", [False, True])
+def test_an_sbatch_the_controller_timed_out_is_tried_again_unless_its_job_was_queued(tmp_path, monkeypatch,
+                                                                                     queued_anyway):
+    # A busy controller times out sbatch's RPC as it does scancel's: the job was lost to one try (a harness
+    # error for the experiment), or, when the controller had queued it after all, a second try would
+    # queue it twice. The job's comment tells the two apart.
+    tries = tmp_path / "tries"
+    tries.write_text("")
+    sbatch = COUNTED.format(tries=str(tries)) + f"if n == 1:\n    {TIMED_OUT}\n    sys.exit(1)\nprint('42')\n"
+    listed = "print('41|PENDING|Priority|(null)|autogk:k|0|')" if queued_anyway else "pass"
+    _fake_slurm(tmp_path, monkeypatch, sbatch, listed)
+    got = cluster.submit("#!/bin/sh\n", ["--comment=autogk:k", "--time=5"], dict(os.environ))
+    assert (got, tries.read_text()) == (("41", "x") if queued_anyway else ("42", "xx"))
+
+
+def test_an_sbatch_refused_is_raised_at_once(tmp_path, monkeypatch):
+    tries = tmp_path / "tries"
+    tries.write_text("")
+    sbatch = COUNTED.format(tries=str(tries)) + (
+        "print('sbatch: error: Batch job submission failed: Invalid partition name specified', file=sys.stderr)\n"
+        "sys.exit(1)\n")
+    _fake_slurm(tmp_path, monkeypatch, sbatch, "pass")
+    with pytest.raises(BenchError, match="Invalid partition name"):
+        cluster.submit("#!/bin/sh\n", ["--comment=autogk:k"], dict(os.environ))
+    assert tries.read_text() == "x"

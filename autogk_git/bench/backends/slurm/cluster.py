@@ -61,13 +61,40 @@ def _run(args: list[str], env: dict[str, str] | None = None, check: bool = True,
     return out
 
 
+SUBMIT_TRIES = 4  # an sbatch a busy controller did not answer is tried again, 1, 2, then 3 s later
+# What sbatch says when the controller was busy or away, not when the job was refused.
+TRANSIENT = ("socket timed out", "unable to contact slurm controller", "resource temporarily unavailable",
+             "connection refused", "did not answer within")
+
+
 def submit(script: str, options: list[str], env: dict[str, str]) -> str:
-    """sbatch a batch script (its text); returns the job id."""
-    proc = _run(["sbatch", "--parsable", *options], env=env, check=False, stdin=script)
-    if proc.returncode != 0:
-        raise BenchError(f"`sbatch {' '.join(options)}` exited {proc.returncode}:\n{proc.stdout}{proc.stderr}".rstrip(),
-                         "check the [slurm] settings (partition, account, qos, gres, sbatch lines), then `autogk doctor`")
-    return proc.stdout.strip().split(";")[0]
+    """sbatch a batch script (its text); returns the job id. A submission the controller did not answer
+    (its RPC timed out: the job may be queued all the same) looks for a live job with the options'
+    `--comment` first, then submits again; a refusal (a bad partition, say) is raised at once."""
+    comment = next((o.split("=", 1)[1] for o in options if o.startswith("--comment=")), None)
+    said = ""
+    for attempt in range(SUBMIT_TRIES):
+        try:
+            proc = _run(["sbatch", "--parsable", *options], env=env, check=False, stdin=script)
+            if proc.returncode == 0:
+                return proc.stdout.strip().split(";")[0]
+            said = f"`sbatch {' '.join(options)}` exited {proc.returncode}:\n{proc.stdout}{proc.stderr}".rstrip()
+        except BenchError as e:
+            if "not found" in e.message:
+                raise
+            said = e.message  # it did not answer within TIMEOUT_S
+        if not any(t in said.lower() for t in TRANSIENT):
+            break
+        try:
+            queued = find(comment) if comment else None
+        except BenchError:
+            queued = None
+        if queued is not None:
+            return queued.job_id
+        if attempt < SUBMIT_TRIES - 1:
+            time.sleep(1.0 + attempt)
+    raise BenchError(said,
+                     "check the [slurm] settings (partition, account, qos, gres, sbatch lines), then `autogk doctor`")
 
 
 _FIELDS = "JobID:|,State:|,Reason:|,NodeList:|,Comment:|,RestartCnt:|"
