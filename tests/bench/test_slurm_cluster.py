@@ -11,6 +11,18 @@ from autogk_git.bench.backends.slurm import cluster
 from autogk_git.errors import BenchError
 
 
+def fake_slurm(tmp_path, monkeypatch, bins: dict[str, str]) -> None:
+    """SLURM commands (name -> Python body) in tmp_path, first on PATH; no waiting between tries."""
+    for name, body in bins.items():
+        f = tmp_path / name
+        f.write_text(f"#!{sys.executable}\n{body}")
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(cluster.shutil, "which", lambda name, *a, **k: str(tmp_path / name)
+                        if (tmp_path / name).exists() else None)
+    monkeypatch.setattr("time.sleep", lambda s: None)
+
+
 def test_slurm_commands_are_out_of_reach_of_the_terminals_ctrl_c(tmp_path, monkeypatch):
     # Ctrl-C signals the terminal's whole foreground process group. A squeue started in autogk's group
     # died with it mid-answer, its job read as "no longer known", and the parallel loop's Ctrl-C left
@@ -37,14 +49,7 @@ def test_a_scancel_the_controller_times_out_is_tried_again_until_the_job_is_gone
                    f"    sys.exit(1)\npathlib.Path({str(state)!r}).write_text('CANCELLED')\n",
         "squeue": f"import pathlib\nprint('7|' + pathlib.Path({str(state)!r}).read_text() + '|None|(null)|autogk:k|0|')\n",
     }
-    for name, body in bins.items():
-        f = tmp_path / name
-        f.write_text(f"#!{sys.executable}\n{body}")
-        f.chmod(f.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(cluster.shutil, "which", lambda name, *a, **k: str(tmp_path / name)
-                        if (tmp_path / name).exists() else None)
-    monkeypatch.setattr("time.sleep", lambda s: None)
+    fake_slurm(tmp_path, monkeypatch, bins)
     cluster.cancel("7")
     assert state.read_text() == "CANCELLED" and tries.read_text() == "xx"
     assert not cluster.query("7").live
@@ -74,17 +79,6 @@ def test_a_result_written_by_an_earlier_submissions_job_is_not_taken(tmp_path):
     assert backend._left_by_earlier_run(d) is not None
 
 
-def _fake_slurm(tmp_path, monkeypatch, sbatch: str, squeue: str) -> None:
-    for name, body in (("sbatch", sbatch), ("squeue", squeue)):
-        f = tmp_path / name
-        f.write_text(f"#!{sys.executable}\n{body}")
-        f.chmod(f.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(cluster.shutil, "which", lambda name, *a, **k: str(tmp_path / name)
-                        if (tmp_path / name).exists() else None)
-    monkeypatch.setattr("time.sleep", lambda s: None)
-
-
 COUNTED = "import pathlib, sys\nt = pathlib.Path({tries!r})\nt.write_text(t.read_text() + 'x')\nn = len(t.read_text())\n"
 TIMED_OUT = "print('sbatch: error: Batch job submission failed: Socket timed out on send/recv operation', file=sys.stderr)"
 
@@ -99,7 +93,7 @@ def test_an_sbatch_the_controller_timed_out_is_tried_again_unless_its_job_was_qu
     tries.write_text("")
     sbatch = COUNTED.format(tries=str(tries)) + f"if n == 1:\n    {TIMED_OUT}\n    sys.exit(1)\nprint('42')\n"
     listed = "print('41|PENDING|Priority|(null)|autogk:k|0|')" if queued_anyway else "pass"
-    _fake_slurm(tmp_path, monkeypatch, sbatch, listed)
+    fake_slurm(tmp_path, monkeypatch, {"sbatch": sbatch, "squeue": listed})
     got = cluster.submit("#!/bin/sh\n", ["--comment=autogk:k", "--time=5"], dict(os.environ))
     assert (got, tries.read_text()) == (("41", "x") if queued_anyway else ("42", "xx"))
 
@@ -110,7 +104,7 @@ def test_an_sbatch_refused_is_raised_at_once(tmp_path, monkeypatch):
     sbatch = COUNTED.format(tries=str(tries)) + (
         "print('sbatch: error: Batch job submission failed: Invalid partition name specified', file=sys.stderr)\n"
         "sys.exit(1)\n")
-    _fake_slurm(tmp_path, monkeypatch, sbatch, "pass")
+    fake_slurm(tmp_path, monkeypatch, {"sbatch": sbatch, "squeue": "pass"})
     with pytest.raises(BenchError, match="Invalid partition name"):
         cluster.submit("#!/bin/sh\n", ["--comment=autogk:k"], dict(os.environ))
     assert tries.read_text() == "x"
