@@ -39,7 +39,8 @@ to twice it, or a quarter more where twice costs too many elements). The moved w
 the generator makes the shape from its axes alone. The judge draws that value at random from its secret
 seed, so a kernel that works out the value from the listed ones (and is right there alone) cannot know
 it, and makes it odd where the range and the constraints allow (an even value may be a multiple of the
-kernel's block, where an unmasked tail goes unseen); without a draw (the fast reference's proof) the
+kernel's block, where an unmasked tail goes unseen), else an odd multiple of the smallest power of two
+they allow; without a draw (the fast reference's proof) the
 midpoint, or one past the largest.
 Checked for correctness only, when every input is drawn by the judge (or the generator opts in with
 `EXTRA_SHAPES = True`), the definition's constraints hold, and it costs no more input elements than
@@ -216,6 +217,8 @@ def shrunk(exp: float) -> list[float]:
 
 # ---- unlisted shapes -------------------------------------------------------------------------------
 
+ALIGN_BITS = 8  # a drawn value is tried as an odd multiple of 1, 2, 4, ... 128, in that order
+
 def input_numel(definition: dict, axes: dict) -> int:
     return sum(math.prod(shape_of(s, axes) or [1]) for s in definition["inputs"].values()
                if s.get("shape") is not None)
@@ -300,8 +303,9 @@ def unlisted_shape(definition: dict, workload: dict, wl_index: int, listed: dict
             near = lo + (hi - lo) // 4
             drawn = [draw.randint(lo, h) for h in (hi, hi, near, near)]
             # each made odd first: a multiple of a kernel's block hides an unmasked tail (n = 1792 = 28 x 64
-            # passed a kernel right only on whole blocks of 64); the value even only where odd ones fail
-            cands = [d | 1 for d in drawn] + drawn + cands
+            # passed a kernel right only on whole blocks of 64); where the constraints want a multiple of
+            # 2^k (or the range holds no odd value), an odd multiple of the smallest such 2^k
+            cands = [((d >> k) | 1) << k for k in range(ALIGN_BITS) for d in drawn] + drawn + cands
         cands = [c for c in dict.fromkeys(cands) if lo <= c <= hi and c not in values]
         for c in cands:
             new_axes = {**axes, name: c}

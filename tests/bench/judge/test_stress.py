@@ -335,6 +335,12 @@ def test_a_drawn_unlisted_value_is_odd_so_no_block_size_divides_it():
                 drawn.append(got[0]["axes"]["n"])
     assert len(drawn) >= 600 and len(set(drawn)) > 300, (len(drawn), len(set(drawn)))
     assert all(n % 2 == 1 and n not in listed["n"] for n in drawn), sorted(n for n in drawn if n % 2 == 0)
+    # A definition whose constraints want n a multiple of 4: an odd multiple of 4, never of 8 (nor of 64)
+    fours = {**SCALE_DEF, "constraints": [*SCALE_DEF.get("constraints", []), "n % 4 == 0"]}
+    got = [stress.unlisted_shape(fours, w, i, listed, None, random.Random(seed))
+           for seed in range(100) for i, w in enumerate(SCALE_WLS)]
+    fitted = [g[0]["axes"]["n"] for g in got if g is not None]
+    assert len(fitted) >= 300 and all(n % 8 == 4 for n in fitted), sorted(n for n in fitted if n % 8 != 4)
 
 
 def test_without_a_declared_reach_an_unlisted_shape_goes_at_most_twice_the_largest():
