@@ -40,8 +40,7 @@ the generator makes the shape from its axes alone. The judge draws that value at
 seed, so a kernel that works out the value from the listed ones (and is right there alone) cannot know
 it, and makes it odd where the range and the constraints allow (an even value may be a multiple of the
 kernel's block, where an unmasked tail goes unseen), else an odd multiple of the smallest power of two
-they allow; without a draw (the fast reference's proof) the
-midpoint, or one past the largest.
+they allow; without a draw (the fast reference's proof) the midpoint, or one past the largest.
 Checked for correctness only, when every input is drawn by the judge (or the generator opts in with
 `EXTRA_SHAPES = True`), the definition's constraints hold, and it costs no more input elements than
 the largest listed workload (plus a quarter), so the interpreter on a CPU stays fast.
@@ -218,6 +217,7 @@ def shrunk(exp: float) -> list[float]:
 # ---- unlisted shapes -------------------------------------------------------------------------------
 
 ALIGN_BITS = 8  # a drawn value is tried as an odd multiple of 1, 2, 4, ... 128, in that order
+
 
 def input_numel(definition: dict, axes: dict) -> int:
     return sum(math.prod(shape_of(s, axes) or [1]) for s in definition["inputs"].values()
