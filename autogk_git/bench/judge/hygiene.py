@@ -22,7 +22,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 SECRET_PREFIXES = ("ANTHROPIC_", "MODAL_", "OPENAI_", "AWS_", "HF_", "GH_", "GITHUB_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
@@ -284,6 +284,21 @@ def stop_pids(pids: Iterable[int], wait_s: float = 1.0) -> list[int]:
         if left:
             time.sleep(0.0005)
     return sent
+
+
+def stop_all(listing: Callable[[], list[int]], passes: int) -> list[int]:
+    """Stop every pid `listing()` gives, listing again (up to `passes` times) until no new one shows: one
+    forked between a listing and its parent's stop would run on. Then each not stopped is sent SIGSTOP
+    again: a process traced by another one can be continued by its tracer with the stop withheld, until
+    the tracer itself is stopped (a later pass, or later in a listing). Returns the pids signalled."""
+    paused: list[int] = []
+    for _ in range(passes):
+        new = [p for p in listing() if p not in paused]
+        if not new:
+            break
+        paused += stop_pids(new)
+    stop_pids([p for p in paused if not stopped(p)])
+    return paused
 
 
 def stopped(pid: int) -> bool:

@@ -330,14 +330,9 @@ def others(kernel: RemoteKernel | None = None) -> list[int]:
 @contextmanager
 def others_stopped(kernel: RemoteKernel | None = None):
     """`others(kernel)` stopped (SIGSTOP, waited for until each is) for the block, continued after it: what
-    `RemoteKernel.time` times, and the reference the judge times itself (rounds.time_label). Listed again
-    until no new process shows: one forked between the listing and its parent's stop would run on."""
-    paused: list[int] = []
-    for _ in range(STOP_PASSES):
-        new = [p for p in others(kernel) if p not in paused]
-        if not new:
-            break
-        paused += hygiene.stop_pids(new)
+    `RemoteKernel.time` times, and the reference the judge times itself (rounds.time_label); hygiene.stop_all
+    lists them again until no new one shows, and stops again one its tracer had continued."""
+    paused = hygiene.stop_all(lambda: others(kernel), STOP_PASSES)
     try:
         yield
     finally:

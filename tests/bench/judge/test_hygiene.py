@@ -54,3 +54,48 @@ def test_nothing_below_the_judge_runs_inside_others_stopped_even_while_it_forks(
                          cwd=str(Path(__file__).resolve().parents[3]))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "blocks with a process running: 0 of 20" in out.stdout, out.stdout
+
+
+TRACER = r"""
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_CONT, PTRACE_SEIZE = 7, 0x4206
+child = os.fork()
+if child == 0:  # the burner
+    while True:
+        pass
+if libc.ptrace(PTRACE_SEIZE, child, None, None) != 0:
+    print("no-ptrace", flush=True)
+    sys.exit(0)
+print(child, flush=True)
+while True:  # every stop the burner gets, its signal withheld: the burner runs on
+    pid, status = os.waitpid(child, 0)
+    if os.WIFSTOPPED(status):
+        libc.ptrace(PTRACE_CONT, child, None, None)
+"""
+
+
+def test_a_process_whose_tracer_withholds_its_stop_is_stopped_once_the_tracer_is():
+    # A kernel's burner traced by another of its processes: SIGSTOP reaches the burner as a stop its tracer
+    # sees first, and a tracer not yet stopped (listed later, or found in a later pass of the listing)
+    # continues it with the signal withheld. The burner spun on beside the other label's timed window
+    # (the stop's wait gave up after its second). A stop sent again once the tracer is stopped holds.
+    import pytest
+    proc = subprocess.Popen([sys.executable, "-c", TRACER], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        first = proc.stdout.readline().strip()
+        if first == "no-ptrace":
+            pytest.skip("ptrace is not allowed here")
+        burner = int(first)
+        time.sleep(0.2)
+        listings = iter([[burner], [burner, proc.pid]])  # the tracer shows in the second pass
+        sent = hygiene.stop_all(lambda: next(listings, [burner, proc.pid]), 5)
+        assert sorted(sent) == sorted([burner, proc.pid])
+        assert hygiene.stopped(proc.pid)
+        ticks = lambda: sum(map(int, hygiene.stat_fields(burner)[11:13]))  # noqa: E731 - utime + stime
+        before = ticks()
+        time.sleep(0.5)
+        assert hygiene.stopped(burner) and ticks() - before <= 1, (hygiene.stat_fields(burner)[:1], ticks() - before)
+    finally:
+        hygiene.kill_tree(proc.pid)
+        proc.wait(timeout=10)
