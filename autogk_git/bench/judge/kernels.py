@@ -21,10 +21,17 @@ from .status import Status
 
 _CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
 STOP_PASSES = 20  # listings of the processes to stop, each after the last one's were stopped (others_stopped)
-# torch's shared-memory manager, a helper of the judge's that the stop leaves running: told by the program it
-# runs, which a kernel's process cannot be made to be, not by its name, which any process can take (prctl).
-SHM_MANAGER = os.path.realpath(os.path.join(os.path.dirname(torch.__file__), "bin", "torch_shm_manager"))
 _STARTER: list = []  # the judge's kernel starter (forks.Starter), when its job forks its kernel processes
+# The judge's own helpers the stop leaves running (torch's shared-memory manager, its child): pid -> the program
+# it ran when noted, before any kernel's code ran (note_helpers). Not told by the program alone: a kernel
+# can exec torch_shm_manager itself (with LD_PRELOAD, or ptrace its own manager) and run anything in it.
+_HELPERS: dict[int, str] = {}
+
+
+def note_helpers() -> None:
+    """Note the processes below the judge now, before any kernel process starts: its own helpers."""
+    _HELPERS.clear()
+    _HELPERS.update({p: hygiene.program(p) for p in hygiene.tree(os.getpid())})
 
 
 def set_starter(starter) -> None:
@@ -317,14 +324,14 @@ class RemoteKernel:
 def others(kernel: RemoteKernel | None = None) -> list[int]:
     """Every process of the job's kernels but `kernel`'s own (None: all of them): the labels' processes and
     what they started, and what the judge adopted (a kernel's orphans come back to it, the subreaper). Not
-    the judge's own helpers: its kernel starter (whose forks are the kernels' processes) and torch's
-    shared-memory manager."""
+    the judge's own helpers: its kernel starter (whose forks are the kernels' processes) and what
+    note_helpers found (torch's shared-memory manager of the judge's own)."""
     mine = set()
     if kernel is not None and kernel.proc is not None:
         mine = {kernel.proc.pid, *hygiene.tree(kernel.proc.pid)}
     helpers = {_STARTER[0].pid} if _STARTER else set()
     return [p for p in hygiene.tree(os.getpid()) if p not in mine and p not in helpers
-            and hygiene.program(p) != SHM_MANAGER]
+            and not (p in _HELPERS and hygiene.program(p) == _HELPERS[p])]
 
 
 @contextmanager

@@ -41,7 +41,8 @@ from .calls import short_tb, warm_profiler
 from .checks import check_all, set_target
 from .clock import clock_limit_us
 from .inputs import Inputs, floor_record, load_reference
-from .kernels import LIMITS, end_children, import_files, ready_kernels, set_starter, start_kernels
+from .kernels import (LIMITS, end_children, import_files, note_helpers, ready_kernels, set_starter,
+                      start_kernels)
 from .profiling import profiled
 from .rounds import PHASES, TimedKernel, phase, timed_rounds
 from .status import Status
@@ -299,6 +300,7 @@ def main(argv: list[str]) -> int:
     torch.multiprocessing.set_sharing_strategy("file_system")  # as kernel_process.py: shm by name, no fd passing
     # Start torch's shm manager now: a signal that lands while it starts leaves libshm spinning.
     torch.zeros(1).share_memory_()
+    note_helpers()  # the manager (and the kernel starter): no kernel process has started yet
     hygiene.make_undumpable()
     hygiene.die_with_parent(signal.SIGTERM)
     hygiene.become_subreaper()

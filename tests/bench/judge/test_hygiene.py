@@ -99,3 +99,40 @@ def test_a_process_whose_tracer_withholds_its_stop_is_stopped_once_the_tracer_is
     finally:
         hygiene.kill_tree(proc.pid)
         proc.wait(timeout=10)
+
+
+DISGUISED = r"""
+import os, subprocess, sys, time
+import torch, torch.multiprocessing
+from autogk_git.bench.judge import hygiene, kernels
+# This script stands for the judge: its own shared-memory manager, noted before any kernel runs.
+torch.multiprocessing.set_sharing_strategy("file_system")
+torch.zeros(1).share_memory_()
+kernels.note_helpers()
+shm = os.path.join(os.path.dirname(torch.__file__), "bin", "torch_shm_manager")
+# A kernel's burner: torch's own manager program, with a library preloaded that spins from its start.
+burner = subprocess.Popen([shm], env={**os.environ, "LD_PRELOAD": sys.argv[1]}, start_new_session=True)
+time.sleep(0.3)
+with kernels.others_stopped():
+    print("judge's manager running:", any(not hygiene.stopped(p) for p in kernels._HELPERS), flush=True)
+    print("burner stopped:", hygiene.stopped(burner.pid), flush=True)
+burner.kill()
+"""
+
+
+def test_a_burner_that_runs_as_torchs_shared_memory_manager_is_stopped(tmp_path):
+    # The stop left running every process whose program was torch_shm_manager (the judge's helper): a kernel
+    # could exec that program itself, with LD_PRELOAD (or ptrace its own manager), and burn the cores in it.
+    # The judge's own helpers are now the processes below it before any kernel ran.
+    import shutil
+
+    import pytest
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler to build the preloaded library")
+    (tmp_path / "spin.c").write_text("__attribute__((constructor)) static void spin(void) { for (;;) {} }\n")
+    lib = tmp_path / "libspin.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "spin.c")], check=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", DISGUISED, str(lib)], capture_output=True, text=True, timeout=120,
+                         cwd=str(Path(__file__).resolve().parents[3]))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "judge's manager running: True" in out.stdout and "burner stopped: True" in out.stdout, out.stdout
