@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autogk_git.bench import runner
-from autogk_git.bench.judge import hygiene
+from autogk_git.bench.judge import folders, hygiene
 from autogk_git.bench.judge.status import FAILURES, Status
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -210,12 +210,12 @@ def test_stale_temp_folders_of_dead_owners_are_swept(tmp_path):
     try:
         for d, pid in ((old, dead), (live, str(os.getpid()))):
             d.mkdir()
-            (d / hygiene.OWNER_FILE).write_text(pid)
-            hygiene.note_pids(d, [int(shm[d].name.split("_")[1])] + ([os.getpid()] if d == old else []))
+            (d / folders.OWNER_FILE).write_text(pid)
+            folders.note_pids(d, [int(shm[d].name.split("_")[1])] + ([os.getpid()] if d == old else []))
             shm[d].write_bytes(b"x")
             os.utime(d, (time.time() - 3600, time.time() - 3600))
         reused.write_bytes(b"x")
-        removed = hygiene.sweep_stale(tmp_path)
+        removed = folders.sweep_stale(tmp_path)
         assert removed == [old] and live.exists() and not old.exists()
         assert not shm[old].exists() and shm[live].exists() and reused.exists()
     finally:

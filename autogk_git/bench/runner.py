@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from autogk_git.bench.judge import forks, hygiene, launch
+from autogk_git.bench.judge import folders, forks, hygiene, launch
 from autogk_git.bench.judge.status import Status
 from autogk_git.env import CUDA_VISIBLE_DEVICES
 from autogk_git.errors import BenchError
@@ -238,7 +238,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     warm: fork the judge from this thread's judge template (forks.Template), which the first job that
     asks starts (it costs that job what a judge started afresh costs: one interpreter, one torch import);
     False, or the job setting judge_start = "exec", starts the judge afresh."""
-    hygiene.sweep_stale()
+    folders.sweep_stale()
     keys = [f"{label}:{wl['uuid']}" for label in job["sources"] for wl in job["workloads"]]
     settings = job.get("settings", {})
     extra = list(settings.get("scrub_env", [])) + list(job.get("scrub_env", []))
@@ -263,7 +263,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
     stderr_tail = ""
     d = Path(tempfile.mkdtemp(prefix="autogk-job-"))
     try:
-        hygiene.mark_owner(d)
+        folders.mark_owner(d)
         job_line = json.dumps(job).encode() + b"\n"  # on the judge's stdin: no file holds it
         while len(results) < len(keys):
             pending = [k for k in keys if k not in results]
@@ -283,7 +283,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     "--kernel-start", forks.how(job)]
             errf = d / f"attempt{attempts}.stderr"
             proc, stdin, tpl_tag = _spawn_judge(args, d, judge_env, errf, warm)
-            hygiene.note_pids(d, [proc.pid])
+            folders.note_pids(d, [proc.pid])
             try:  # stdin stays open while the job runs: the judge's lifeline (process._lifeline)
                 stdin.write(key.encode() + b"\n" + job_line)
                 stdin.flush()
@@ -304,7 +304,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                     environment = rec["environment"]
                 elif ev == "child":
                     children.append(int(rec["pid"]))
-                    hygiene.note_pids(d, [children[-1]])
+                    folders.note_pids(d, [children[-1]])
                 elif ev == "kernel_start":
                     starts.append({k2: v for k2, v in rec.items() if k2 != "event"})
                 elif ev == "start":
@@ -359,7 +359,7 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                                         f"no result on {', '.join(hung)} within {wl_limit:.0f} s", "stacks": stacks})
                 _end(proc, children, tag)
                 # the inputs it shared with its kernels (a CPU job's), which no ended process unlinks
-                hygiene.drop_shared_memory([proc.pid, *children])
+                folders.drop_shared_memory([proc.pid, *children])
                 try:
                     stdin.close()
                 except OSError:

@@ -4,7 +4,9 @@ of autogk outside this folder. Its rooms:
 
     process.py         the judge's process: one job, its phases, the progress record
     checks.py          correctness: poisoned outputs, comparisons, calls that catch kernels that remember
-    rounds.py          the paired timing rounds, and the check of what the timed calls wrote
+    correctness.py     every label's correctness records, the candidate and the parent side by side
+    rounds.py          the paired timing rounds: every workload, both labels, round after round
+    label_window.py    one label's timed window, and the check of what its timed calls wrote
     sampling.py        which timed calls are read, and the unread ones against the parent's
     witness.py         the judge's own clock around each timed window (the figure that decides)
     clock.py           that clock read: per-call figures of a pair, and when they condemn a label
@@ -16,14 +18,16 @@ of autogk outside this folder. Its rooms:
     calls.py           how a kernel is called and timed: the one module both processes import
     seal.py            the kernel process's fingerprint of what calls and times the kernel
     sandbox.py         the kernel process's Landlock domain: what it may read, write and signal
-    timer.py           the device timers (CUPTI, CUDA graphs, events) and the L2 flush
+    timer.py           the device timers (CUPTI, CUDA graphs, events)
+    l2.py              the L2 between timed calls: the flush kernel, the persisting carve-out, a window's calls
     held.py            the timer's own objects (profiler, CUDA events) held through a timed window
     rules.py           how outputs are judged: exact, tolerance, top-k set by score
     stress.py          stress input sets (scaled rows, outliers, zero rows) and unlisted shapes
     axes.py            the workloads' axis values, without torch (the loop's process asks for them)
     stats.py           intervals and the sequential stopping rule
     status.py          every status a kernel can get
-    hygiene.py         environments, process trees, temp folders
+    hygiene.py         environments, secrets, process trees and signals
+    folders.py         a job's temp folders, its pids, the shared memory they leave; the sweep
     launch.py          the command line that starts a judge module as a process
     profiling.py       cProfile when asked
 

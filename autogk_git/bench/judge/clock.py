@@ -98,7 +98,7 @@ def paired_figures(f: dict, got: dict, base: str, cand: str, n: int) -> dict:
         w["flush_us"][cand].append(round(fc, 3))
     w["window_us"][base].append(wb["window_us"])
     w["window_us"][cand].append(wc["window_us"])
-    # With null windows (rounds.null_window: the same window in the same process, no call in it), each
+    # With null windows (label_window.null_window: the same window in the same process, no call in it), each
     # label's fixed cost per window taken out of the difference: a measurement beside the raw figure,
     # never a verdict's figure until the GPU's figures give it a limit of its own.
     nb, nc = wb.get("null_us"), wc.get("null_us")

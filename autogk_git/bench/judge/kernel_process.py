@@ -26,7 +26,7 @@ Requests:
         and its end is recorded on the caller's stream after the snapshot. With settings["null_window"]
         the same request runs the timer's whole sequence (warm-up, flushes, snapshot, gate and end mark)
         with a call that does nothing in the kernel's place, and Python's garbage collector off: the
-        judge's measure of this process's fixed cost per window (rounds.null_window), where none of
+        judge's measure of this process's fixed cost per window (label_window.null_window), where none of
         the kernel's code is called.
     ("exit",)
 """
@@ -77,8 +77,8 @@ def _witness_hooks(conn, witness, device: str):
 
         import torch
 
-        from . import timer
-        lib = timer.cudart()
+        from . import l2
+        lib = l2.cudart()
         for h in witness:
             if h not in _OPENED:
                 _OPENED[h] = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), h)
@@ -127,6 +127,7 @@ def main(argv: list[str]) -> int:
     tmp.set_sharing_strategy("file_system")  # tensors by shm name: no fd passing between unrelated processes
     timing = None
     if device.startswith("cuda"):
+        from . import l2
         from . import timer as timing
     step("torch")
     # The judge's own Triton kernel (the timer's L2 flush) is compiled or loaded from the judge's cache,
@@ -136,7 +137,7 @@ def main(argv: list[str]) -> int:
     if judge_cache:
         os.environ["TRITON_CACHE_DIR"] = judge_cache
         try:
-            timing.load_flush()
+            l2.load_flush()
         except Exception:  # noqa: BLE001 - the timer, made next or at the first time request, says why
             pass
     if timing is not None and warm_profiler:

@@ -337,7 +337,7 @@ def others(kernel: RemoteKernel | None = None) -> list[int]:
 @contextmanager
 def others_stopped(kernel: RemoteKernel | None = None):
     """`others(kernel)` stopped (SIGSTOP, waited for until each is) for the block, continued after it: what
-    `RemoteKernel.time` times, and the reference the judge times itself (rounds.time_label); hygiene.stop_all
+    `RemoteKernel.time` times, and the reference the judge times itself (label_window.time_label); hygiene.stop_all
     lists them again until no new one shows, and stops again one its tracer had continued."""
     paused = hygiene.stop_all(lambda: others(kernel), STOP_PASSES)
     try:

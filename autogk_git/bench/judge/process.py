@@ -36,15 +36,17 @@ from pathlib import Path
 
 import torch
 
-from . import forks, hygiene, stats
+from . import folders, forks, hygiene, stats
 from .calls import short_tb, warm_profiler
-from .checks import check_all, set_target
+from .checks import set_target
+from .correctness import check_all
 from .clock import clock_limit_us
 from .inputs import Inputs, floor_record, load_reference
 from .kernels import (LIMITS, end_children, import_files, note_helpers, ready_kernels, set_starter,
                       start_kernels)
 from .profiling import profiled
-from .rounds import PHASES, TimedKernel, phase, timed_rounds
+from .label_window import PHASES, TimedKernel, phase
+from .rounds import timed_rounds
 from .status import Status
 
 
@@ -330,7 +332,7 @@ def main(argv: list[str]) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="autogk-worker-"))
     _TEMP.append(tmp)
-    hygiene.mark_owner(tmp)
+    folders.mark_owner(tmp)
     try:
         remote = start_kernels(job, tmp / "kernels", device, emit, only)  # first: they import meanwhile
         emit(event="env", environment=environment(device))

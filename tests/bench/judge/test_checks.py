@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from autogk_git.bench.judge import checks, inputs  # noqa: E402
+from autogk_git.bench.judge import checks, correctness, inputs  # noqa: E402
 from autogk_git.bench.judge.status import Status  # noqa: E402
 from conftest import DATA  # noqa: E402
 
@@ -34,8 +34,8 @@ def test_the_parent_is_checked_on_sets_the_candidate_never_gets(parent_light):
     made = inputs.Inputs(job, "cpu", None)
     ref = inputs.load_reference(SCALE_DEF)
     parent, cand = set(), set()
-    recs = checks.check_all({"parent": (recording(parent), None), "candidate": (recording(cand), None)}, job,
-                            made, ref, "cpu", None, lambda **r: None, emit_done=False)
+    recs = correctness.check_all({"parent": (recording(parent), None), "candidate": (recording(cand), None)}, job,
+                                 made, ref, "cpu", None, lambda **r: None, emit_done=False)
     assert {r["status"] for r in recs.values()} == {Status.PASSED} and len(recs) == 6
     assert len(cand) >= len(parent) >= len(wls)
     assert not parent & cand, f"{len(parent & cand)} of the parent's {len(parent)} check inputs were the candidate's"

@@ -1,4 +1,4 @@
-"""How the CUPTI timer reads a window (bench/judge/timer.py `buckets`), and how a window's figure is made
+"""How the CUPTI timer reads a window (bench/judge/l2.py `buckets`), and how a window's figure is made
 from its calls (`stats.window_mean`): on CPU, with the profiler's kernels written by hand."""
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ def test_work_started_before_the_windows_first_flush_is_the_first_calls():
     # A kernel that queued its work on a stream of its own waiting only for the judge's gate starts it
     # beside (or before) the first flush; on the code before, a kernel that started before the first flush
     # was no call's and the window's figure never counted it (three calls of 1 us claimed, 40 us of work).
-    from autogk_git.bench.judge import timer
-    F = timer.FLUSH_KERNEL
+    from autogk_git.bench.judge import l2
+    F = l2.FLUSH_KERNEL
     kernels = [(0, "hidden_work", 40.0), (1, F, 30.0), (2, "doorbell", 1.0), (3, F, 30.0), (4, "doorbell", 1.0),
                (5, F, 30.0), (6, "doorbell", 1.0), (7, F, 30.0), (8, "snapshot", 2.0)]
-    per_call, counts, flushes = timer.buckets(kernels)
+    per_call, counts, flushes = l2.buckets(kernels)
     assert per_call == [41.0, 1.0, 1.0, 2.0] and counts == [2, 1, 1, 1] and flushes == 120.0
 
 
 def test_an_honest_windows_buckets_are_its_calls():
-    from autogk_git.bench.judge import timer
-    F = timer.FLUSH_KERNEL
+    from autogk_git.bench.judge import l2
+    F = l2.FLUSH_KERNEL
     kernels = [(1, F, 30.0), (2, "a", 3.0), (3, "b", 2.0), (4, F, 31.0), (5, "a", 3.5), (6, F, 29.0)]
-    assert timer.buckets(kernels) == ([5.0, 3.5, 0.0], [2, 1, 0], 90.0)
+    assert l2.buckets(kernels) == ([5.0, 3.5, 0.0], [2, 1, 0], 90.0)
 
 
 def test_a_windows_figure_is_its_calls_mean_whatever_their_spread():

@@ -44,7 +44,7 @@ def test_a_window_that_never_ends_costs_its_bound_not_the_job_limit():
 
 def test_a_null_window_times_each_process_without_the_kernels_calls_only_when_asked():
     # `clock_null_window`: after each label's timed window, the same window in the same process with
-    # nothing in the kernel's place (rounds.null_window). The kernel here sleeps 3 ms a call, 6 calls a
+    # nothing in the kernel's place (label_window.null_window). The kernel here sleeps 3 ms a call, 6 calls a
     # window: a null window that ran its calls would take as long as the timed one.
     u = WLS[4]["uuid"]
     out = runner.run_worker(ab_job("sleeps_honest", clock_null_window=True), dict(os.environ, CUDA_VISIBLE_DEVICES=""), 120)
