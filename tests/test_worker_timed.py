@@ -69,6 +69,32 @@ def run_inprocess(j, kernels):
     return recs, summary, at
 
 
+def test_the_judge_sends_its_quiet_flush_figure_with_every_time_request(monkeypatch):
+    """Each kernel process measures one L2 flush before its kernel is imported, but beside the other label's
+    process starting on the same GPU: 78.8 us against 32.6 us for every flush of the honest window after it
+    (an H100, 2026-12-06), and an honest A/A candidate was TAMPERED by the flush floor. The judge measures
+    the flush itself, every kernel process stopped, and sends that figure with every time request
+    (timer.DeviceTimer.floor_reference takes the lower). On the CPU a host timer with a flush figure stands
+    for the judge's device timer; on the old code no request carried one."""
+    from autogk_git.bench.judge import label_window
+    asked = []
+
+    class Quiet(calls.HostTimer):
+        def quiet_flush_us(self):
+            asked.append(1)
+            return 32.6
+    monkeypatch.setattr(rounds, "HostTimer", Quiet)
+    sent, real = [], label_window.time_batch
+
+    def time_batch(fn, sets, outs, warm_set, warm_outs, settings, *a, **k):
+        sent.append(settings.get("flush_us"))
+        return real(fn, sets, outs, warm_set, warm_outs, settings, *a, **k)
+    monkeypatch.setattr(label_window, "time_batch", time_batch)
+    recs, s, _ = run_inprocess(job("ab", min_rounds=2, max_rounds=2), {"parent": honest, "candidate": honest})
+    assert {r["status"] for r in recs.values()} == {"PASSED"}, recs
+    assert asked == [1] and len(sent) >= 8 and set(sent) == {32.6}, (asked, sent)
+
+
 def test_planted_cheats_are_rejected_with_a_status_that_says_why():
     names = ["honest", "cache_by_pointer", "partial_write", "changes_input", "early_return_seen"]
     j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,

@@ -51,6 +51,7 @@ TIMERS = ("cudagraph", "cupti", "events")
 _ELAPSED = torch.cuda.Event.elapsed_time
 STREAM_RATIO = 1.5   # device time above this many times the caller stream's elapsed time ...
 STREAM_SLACK_US = 2.0  # ... plus this per call (event resolution), is work off the caller's stream
+MAX_QUIET_GAIN = 4.0  # the judge's quiet flush figure may lower a process's own at most this many times
 
 
 class TimerError(Exception):
@@ -95,6 +96,26 @@ class DeviceTimer:
             torch.cuda.synchronize()
             got.append(_ELAPSED(a, b) * 1000.0 / 8)
         return min(got)
+
+    def quiet_flush_us(self) -> float:
+        """The flush's device time measured again now, the lower of it and the first figure: the judge's own
+        timer, asked with every kernel process stopped, whose figure each kernel process's flush floor may
+        use (floor_reference)."""
+        self._flush_us = min(self._flush_us, self._flush_time())
+        return self._flush_us
+
+    def floor_reference(self, judges_us: float | None) -> float:
+        """The flush time a window's flushes are held to (held.flush_floor): this process's own figure, or
+        the judge's where that is lower (the job setting `flush_us`, which the judge measures with its own
+        quiet_flush_us). This process measured its own before the kernel was imported, but beside the other
+        label's process starting on the same GPU: on an H100 (2026-12-06) one came out 78.8 us against
+        32.6 us for every flush of the honest window after it, 2.4x, and the honest candidate was TAMPERED.
+        The judge's figure lowers it by at most MAX_QUIET_GAIN (a lower one is not believed: the job's settings pass
+        through this process, where the kernel's code runs)."""
+        own = self._flush_us
+        if judges_us is None or not judges_us > 0 or judges_us * MAX_QUIET_GAIN < own:
+            return own
+        return min(own, float(judges_us))
 
     def flush(self) -> None:
         self._flusher()()
@@ -147,18 +168,20 @@ class DeviceTimer:
         return None
 
     def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 1, after=None,
-                   after_kernels: int | None = None, before=None) -> dict:
+                   after_kernels: int | None = None, before=None, flush_us: float | None = None) -> dict:
         """Device time of one call, in microseconds: {'us': the calls' mean, 'samples': [...], 'method': ...};
         with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged.
 
         after: enqueued on the caller's stream right after the last timed call (the outputs' snapshot),
         after a last flush; with cupti, that flush's bucket must hold exactly `after_kernels` kernels, or
-        'late_work' says what else ran there (work a kernel left to land after its calls)."""
+        'late_work' says what else ran there (work a kernel left to land after its calls). flush_us: the
+        judge's quiet figure for one flush (floor_reference)."""
         out: dict = {"method": self.method}
+        floor_us = self.floor_reference(flush_us)
         if self.method == "cudagraph":
-            samples = self._graph(calls, replays, before, after)
+            samples = self._graph(calls, replays, before, after, floor_us)
         elif self.method == "cupti":
-            samples, stream, late, flushes = self._cupti(calls, after, after_kernels, before)
+            samples, stream, late, flushes = self._cupti(calls, after, after_kernels, before, floor_us)
             out["stream_us"] = median(stream)
             out["flush_us"] = flushes  # every flush of the window, summed: what the judge's clock nets out
             dev, ela = math.fsum(samples), math.fsum(stream)
@@ -178,7 +201,8 @@ class DeviceTimer:
         out.update(us=median(samples) if self.method == "cudagraph" else window_mean(samples), samples=samples)
         return out
 
-    def _graph(self, calls: Sequence[Callable[[], object]], replays: int, before=None, after=None) -> list[float]:
+    def _graph(self, calls: Sequence[Callable[[], object]], replays: int, before=None, after=None,
+               floor_us: float | None = None) -> list[float]:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         g_calls, g_flush = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
@@ -215,7 +239,7 @@ class DeviceTimer:
             in_calls, alone = self._graph_flushes(g_calls), self._graph_flushes(g_flush)
             if len(alone) == len(calls):  # the profiler sees the graphs' kernels here: hold the calls' flushes
                 short = flush_floor(in_calls, median(alone), GRAPH_FLUSH_FLOOR, expected=len(calls)) or \
-                    flush_floor(in_calls, self._flush_us)
+                    flush_floor(in_calls, floor_us or self._flush_us)
         else:
             g_calls.replay()
             g_flush.replay()
@@ -272,7 +296,7 @@ class DeviceTimer:
         return [_ELAPSED(s, e) * 1000.0 for s, e in zip(starts, ends)]
 
     def _cupti(self, calls: Sequence[Callable[[], object]], after=None, after_kernels: int | None = None,
-               before=None) -> tuple[list[float], list[float], str, float]:
+               before=None, floor_us: float | None = None) -> tuple[list[float], list[float], str, float]:
         from torch.profiler import ProfilerActivity, profile
         starts = tuple(torch.cuda.Event(enable_timing=True) for _ in calls)
         ends = tuple(torch.cuda.Event(enable_timing=True) for _ in calls)
@@ -320,7 +344,7 @@ class DeviceTimer:
         except Exception as e:  # noqa: BLE001
             raise TimerError(f"cupti timer: could not read the profiler's events: {type(e).__name__}: {e}") from e
         kernels.sort()
-        short = flush_floor([float(d) for _, n, d in kernels if FLUSH_KERNEL in n], self._flush_us)
+        short = flush_floor([float(d) for _, n, d in kernels if FLUSH_KERNEL in n], floor_us or self._flush_us)
         if short:
             # Each flush's own device time: a flush shrunk deeper than the checks between calls reach (in
             # Triton's launch machinery, say) and put back before the window ended.

@@ -32,3 +32,20 @@ def test_a_windows_figure_is_its_calls_mean_whatever_their_spread():
     from autogk_git.bench.judge.stats import window_mean
     assert window_mean([0.7] * 6 + [1.0] * 3 + [2.8]) == pytest.approx(1.0)
     assert window_mean([1.0] * 10) == pytest.approx(1.0)
+
+
+def test_a_flush_figure_measured_beside_the_other_labels_start_is_lowered_by_the_judges_quiet_one():
+    # An H100, 2026-12-06: a kernel process's own flush figure 78.8 us, every flush of the honest window
+    # after it 32.55-33 us: under half, so TAMPERED. The judge's figure, measured with every kernel process
+    # stopped, lowers the reference; it never raises it, and one implausibly low (the settings pass through
+    # the kernel's process) is not believed.
+    from autogk_git.bench.judge import held, timer
+    t = object.__new__(timer.DeviceTimer)
+    t._flush_us = 78.8
+    window = [32.55] + [33.0] * 30
+    assert held.flush_floor(window, t.floor_reference(None))  # the old reference: TAMPERED
+    assert t.floor_reference(32.6) == 32.6 and held.flush_floor(window, t.floor_reference(32.6)) == ""
+    assert t.floor_reference(90.0) == 78.8
+    assert t.floor_reference(78.8 / timer.MAX_QUIET_GAIN - 1) == 78.8
+    assert t.floor_reference(0.0) == 78.8 and t.floor_reference(float("nan")) == 78.8
+    assert held.flush_floor([14.0] * 31, t.floor_reference(32.6))  # a flush cut to under half: still caught
