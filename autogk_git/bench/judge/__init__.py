@@ -25,6 +25,7 @@ of autogk outside this folder. Its rooms:
     stress.py          stress input sets (scaled rows, outliers, zero rows) and unlisted shapes
     axes.py            the workloads' axis values, without torch (the loop's process asks for them)
     stats.py           intervals and the sequential stopping rule
+    phases.py          the job's wall seconds by phase (the ab summary's `phases`)
     status.py          every status a kernel can get
     hygiene.py         environments, secrets, process trees and signals
     folders.py         a job's temp folders, its pids, the shared memory they leave; the sweep

@@ -17,6 +17,7 @@ import torch
 
 from . import hygiene, launch
 from .calls import DPS_HINT, KernelFailure, load_module
+from .phases import phase
 from .status import Status
 
 _CHILDREN: list = []  # every RemoteKernel started, so a SIGTERM can end them all
@@ -326,11 +327,20 @@ def others(kernel: RemoteKernel | None = None) -> list[int]:
     what they started, and what the judge adopted (a kernel's orphans come back to it, the subreaper). Not
     the judge's own helpers: its kernel starter (whose forks are the kernels' processes) and what
     note_helpers found (torch's shared-memory manager of the judge's own)."""
+    links = hygiene.tree_links(os.getpid())  # one walk: the kernel's own processes are a subtree of it
     mine = set()
     if kernel is not None and kernel.proc is not None:
-        mine = {kernel.proc.pid, *hygiene.tree(kernel.proc.pid)}
+        kids: dict[int, list[int]] = {}
+        for c, p in links:
+            kids.setdefault(p, []).append(c)
+        mine, todo = {kernel.proc.pid}, [kernel.proc.pid]
+        while todo:
+            for c in kids.get(todo.pop(), ()):
+                if c not in mine:
+                    mine.add(c)
+                    todo.append(c)
     helpers = {_STARTER[0].pid} if _STARTER else set()
-    return [p for p in hygiene.tree(os.getpid()) if p not in mine and p not in helpers
+    return [p for p, _ in links if p not in mine and p not in helpers
             and not (p in _HELPERS and hygiene.program(p) == _HELPERS[p])]
 
 
@@ -339,11 +349,15 @@ def others_stopped(kernel: RemoteKernel | None = None):
     """`others(kernel)` stopped (SIGSTOP, waited for until each is) for the block, continued after it: what
     `RemoteKernel.time` times, and the reference the judge times itself (label_window.time_label); hygiene.stop_all
     lists them again until no new one shows, and stops again one its tracer had continued."""
+    t = time.perf_counter()
     paused = hygiene.stop_all(lambda: others(kernel), STOP_PASSES)
+    t = phase("stop", t)
     try:
         yield
     finally:
+        t = time.perf_counter()
         hygiene.kill_pids(paused, signal.SIGCONT)
+        phase("stop", t)
 
 
 def start_kernels(job: dict, root: Path, device: str, emit, only) -> dict[str, RemoteKernel]:

@@ -14,19 +14,9 @@ from .calls import KernelFailure, classify, die_if_context_lost, short_tb, sync,
 from .checks import alloc_outputs, bits, check_inputs, check_outputs, read_flags, relabel, same_bits_flag
 from .inputs import HarnessFailure, reference_outputs, resolve_axes
 from .kernels import RemoteKernel, others_stopped
+from .phases import phase
 from .status import Status
 from .witness import blank_like
-
-PHASES: dict[str, float] = {}
-"""Wall seconds by phase of this job (start, check, inputs, timed, verify): the ab summary's `phases`,
-so a slow experiment says where its time went."""
-
-
-def phase(name: str, since: float) -> float:
-    now = time.perf_counter()
-    PHASES[name] = PHASES.get(name, 0.0) + now - since
-    return now
-
 
 class TimedKernel:
     """One label's way to be called on an input set: a DPS kernel, or the value-returning reference."""

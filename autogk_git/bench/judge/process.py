@@ -45,7 +45,8 @@ from .inputs import Inputs, floor_record, load_reference
 from .kernels import (LIMITS, end_children, import_files, note_helpers, ready_kernels, set_starter,
                       start_kernels)
 from .profiling import profiled
-from .label_window import PHASES, TimedKernel, phase
+from .label_window import TimedKernel
+from .phases import PHASES, phase
 from .rounds import timed_rounds
 from .status import Status
 

@@ -22,7 +22,8 @@ from .checks import stress_a_timed_set
 from .clock import EARLY_TRIES, clock_failure, early_failure, interference_failure, paired_figures
 from .inputs import HarnessFailure, Inputs, make_inputs, resolve_axes
 from .kernels import LIMITS, RemoteKernel, arm, others_stopped
-from .label_window import TimedKernel, label_failure, phase, time_label
+from .label_window import TimedKernel, label_failure, time_label
+from .phases import phase
 from .sampling import calls_per_round, cross_check, verify_plan
 from .status import Status
 from .tenants import Watch, name_strangers
