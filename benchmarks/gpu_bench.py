@@ -30,7 +30,8 @@ import torch  # noqa: E402
 
 from autogk_git.bench.judge import stats  # noqa: E402
 from autogk_git.bench.judge import timer as timing
-from autogk_git.bench.judge import calls, kernels, process, rounds  # noqa: E402
+from autogk_git.bench.judge import calls, process, rounds  # noqa: E402
+from autogk_git.bench.judge import files as jfiles  # noqa: E402
 from autogk_git.bench.judge import inputs as jinputs
 
 DATA = REPO / "tests" / "data"
@@ -85,7 +86,7 @@ def rms_wl(b: int) -> dict:
 
 def load(src: str):
     _imports[0] += 1
-    return kernels.import_kernel(f"k{_imports[0]}", {"kernel.py": src}, TMP).run
+    return jfiles.import_kernel(f"k{_imports[0]}", {"kernel.py": src}, TMP).run
 
 
 def job_for(definition: dict, workloads: list, seed: int, **settings) -> dict:

@@ -254,12 +254,13 @@ def _run_once(job: dict[str, Any]) -> int:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from judge import checks, kernels, sandbox
+    from judge import checks, sandbox
+    from judge import files as jfiles
     from judge import inputs as jinputs
 
     tmp = Path(tempfile.mkdtemp(prefix="autogk-ncu-run-"))
     os.environ["TRITON_CACHE_DIR"] = str(tmp / "triton")
-    gen = kernels.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
+    gen = jfiles.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
         if job.get("generator") else None
     inputs = jinputs.Inputs(job, "cuda", gen)
     made = []
@@ -279,7 +280,7 @@ def _run_once(job: dict[str, Any]) -> int:
         read, write = sandbox.kernel_paths(kdir)
         sandbox.restrict(read, [*write, *sorted(locks)])
     label, files = next(iter(job["sources"].items()))
-    run = kernels.import_kernel(label, files, kdir).run
+    run = jfiles.import_kernel(label, files, kdir).run
     for args, outs in made:
         run(*args, *outs)  # compiles: outside the profiled range
     torch.cuda.synchronize()

@@ -28,16 +28,17 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     # The judge's package, a sibling folder: the same inputs and kernel import (also run as a file).
     from judge import calls as jcalls
-    from judge import checks, kernels, process
+    from judge import checks, process
+    from judge import files as jfiles
     from judge import inputs as jinputs
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tmp = Path(tempfile.mkdtemp(prefix="autogk-profile-"))
-    gen = kernels.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
+    gen = jfiles.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
         if job.get("generator") else None
     inputs = jinputs.Inputs(job, device, gen)
     label, files = next(iter(job["sources"].items()))
-    run = kernels.import_kernel(label, files, tmp).run
+    run = jfiles.import_kernel(label, files, tmp).run
     rows = []
     for i, wl in enumerate(job["workloads"]):
         axes = jinputs.resolve_axes(job["definition"], wl)

@@ -13,6 +13,7 @@ of autogk outside this folder. Its rooms:
     tenants.py         who else runs on the GPU (NVML), named in a failure the judge's clock made
     inputs.py          fresh inputs, the reference's outputs, the bytes a workload must move
     kernels.py         the kernel processes seen from the judge: start, requests, limits, ending
+    files.py           a kernel's files on disk, and the trusted import of them (the generator, tools)
     kernel_process.py  a kernel's own process: imports the kernel, answers the judge's requests
     forks.py           judges forked from the runner's template, kernel processes from the judge's starter
     calls.py           how a kernel is called and timed: the one module both processes import

@@ -41,9 +41,9 @@ from .calls import short_tb, warm_profiler
 from .checks import set_target
 from .correctness import check_all
 from .clock import clock_limit_us
+from .files import import_files
 from .inputs import Inputs, floor_record, load_reference
-from .kernels import (LIMITS, end_children, import_files, note_helpers, ready_kernels, set_starter,
-                      start_kernels)
+from .kernels import LIMITS, end_children, note_helpers, ready_kernels, set_starter, start_kernels
 from .profiling import profiled
 from .label_window import TimedKernel
 from .phases import PHASES, phase
