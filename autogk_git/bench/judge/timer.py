@@ -51,7 +51,7 @@ TIMERS = ("cudagraph", "cupti", "events")
 _ELAPSED = torch.cuda.Event.elapsed_time
 STREAM_RATIO = 1.5   # device time above this many times the caller stream's elapsed time ...
 STREAM_SLACK_US = 2.0  # ... plus this per call (event resolution), is work off the caller's stream
-MAX_QUIET_GAIN = 4.0  # the judge's quiet flush figure may lower a process's own at most this many times
+MAX_QUIET_GAIN = 3.0  # the judge's quiet flush figure may lower a process's own at most this many times (2.4x seen)
 
 
 class TimerError(Exception):
