@@ -277,7 +277,7 @@ def test_a_flush_figure_measured_beside_other_gpu_work_is_lowered_by_the_judges_
     flush of the honest window after it, and an honest A/A candidate was TAMPERED by the flush floor. Here a
     timer measures its flush while a stream of this process copies 256 MB buffers: the window's honest
     flushes fall under half of that figure (TAMPERED, as on the old code), and pass against the judge's quiet
-    figure (the `flush_us` a time request carries)."""
+    figure (the `quiet_flush_us` a time request carries)."""
     from autogk_git.bench.judge import held, timer
     a = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
@@ -296,5 +296,5 @@ def test_a_flush_figure_measured_beside_other_gpu_work_is_lowered_by_the_judges_
     calls = [lambda: torch.mul(x, 2.0, out=y)] * 10
     with pytest.raises(held.TimerTampered):
         busy.time_calls(calls)
-    t = busy.time_calls(calls, flush_us=quiet.quiet_flush_us())
+    t = busy.time_calls(calls, quiet_flush_us=quiet.quiet_flush_us())
     assert t["us"] > 0, t

@@ -87,7 +87,7 @@ def test_the_judge_sends_its_quiet_flush_figure_with_every_time_request(monkeypa
     sent, real = [], label_window.time_batch
 
     def time_batch(fn, sets, outs, warm_set, warm_outs, settings, *a, **k):
-        sent.append(settings.get("flush_us"))
+        sent.append(settings.get("quiet_flush_us"))
         return real(fn, sets, outs, warm_set, warm_outs, settings, *a, **k)
     monkeypatch.setattr(label_window, "time_batch", time_batch)
     recs, s, _ = run_inprocess(job("ab", min_rounds=2, max_rounds=2), {"parent": honest, "candidate": honest})

@@ -117,7 +117,7 @@ class HostTimer:
     method = "host"
 
     def time_calls(self, calls, replays: int = 3, after=None, after_kernels: int | None = None,
-                   before=None, flush_us: float | None = None) -> dict:  # noqa: ARG002 - no flush here
+                   before=None, quiet_flush_us: float | None = None) -> dict:  # noqa: ARG002 - no flush here
         clock = time.perf_counter  # bound before the window: a patch made during it changes nothing here
         samples = []
         if before is not None:
@@ -183,7 +183,7 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
     (it waits for the judge to open the window), `close` right after the snapshot is queued (it marks
     the window's end on the caller's stream for the judge)."""
     warmup = int(settings.get("warmup", 5))
-    flush_us = settings.get("flush_us")  # read before the kernel's first call here (timer.floor_reference)
+    quiet_flush_us = settings.get("quiet_flush_us")  # read before the kernel's first call here (timer.floor_reference)
     for _ in range(max(1, warmup)):
         fn(*warm_set, *warm_outs)
     sync(device)
@@ -200,7 +200,7 @@ def time_batch(fn, sets: list, outs: list, warm_set: list, warm_outs: list, sett
                 close()
     t = method_timer.time_calls([lambda a=a, o=o: fn(*a, *o) for a, o in zip(sets, outs)], after=after,
                                 after_kernels=snapshot_kernels(outs) if snaps is not None else None, before=gate,
-                                flush_us=flush_us)
+                                quiet_flush_us=quiet_flush_us)
     if check is not None:
         check()
     if t.get("late_work"):

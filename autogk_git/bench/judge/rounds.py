@@ -168,7 +168,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         # its own beside the other label's start, which can make it slow enough that honest flushes look
         # shrunk (timer.DeviceTimer.floor_reference). Sent with every time request.
         with others_stopped():
-            job = {**job, "settings": {**settings, "flush_us": round(quiet(), 3)}}
+            job = {**job, "settings": {**settings, "quiet_flush_us": round(quiet(), 3)}}
         settings = job["settings"]
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
                         "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}

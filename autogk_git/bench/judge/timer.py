@@ -106,7 +106,7 @@ class DeviceTimer:
 
     def floor_reference(self, judges_us: float | None) -> float:
         """The flush time a window's flushes are held to (held.flush_floor): this process's own figure, or
-        the judge's where that is lower (the job setting `flush_us`, which the judge measures with its own
+        the judge's where that is lower (the job setting `quiet_flush_us`, which the judge measures with its own
         quiet_flush_us). This process measured its own before the kernel was imported, but beside the other
         label's process starting on the same GPU: on an H100 (2026-12-06) one came out 78.8 us against
         32.6 us for every flush of the honest window after it, 2.4x, and the honest candidate was TAMPERED.
@@ -168,16 +168,16 @@ class DeviceTimer:
         return None
 
     def time_calls(self, calls: Sequence[Callable[[], object]], replays: int = 1, after=None,
-                   after_kernels: int | None = None, before=None, flush_us: float | None = None) -> dict:
+                   after_kernels: int | None = None, before=None, quiet_flush_us: float | None = None) -> dict:
         """Device time of one call, in microseconds: {'us': the calls' mean, 'samples': [...], 'method': ...};
         with cupti also 'stream_us' (caller-stream elapsed per call) and 'stream_gap' when flagged.
 
         after: enqueued on the caller's stream right after the last timed call (the outputs' snapshot),
         after a last flush; with cupti, that flush's bucket must hold exactly `after_kernels` kernels, or
-        'late_work' says what else ran there (work a kernel left to land after its calls). flush_us: the
+        'late_work' says what else ran there (work a kernel left to land after its calls). quiet_flush_us: the
         judge's quiet figure for one flush (floor_reference)."""
         out: dict = {"method": self.method}
-        floor_us = self.floor_reference(flush_us)
+        floor_us = self.floor_reference(quiet_flush_us)
         if self.method == "cudagraph":
             samples = self._graph(calls, replays, before, after, floor_us)
         elif self.method == "cupti":
