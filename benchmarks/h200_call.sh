@@ -9,7 +9,8 @@
 #               file's summary, not all three (limit S in all, default 480; a file gets what the files
 #               before it left, less 60 s a file still to come; pytest-timeout, where installed, ends
 #               one test at 180 s, or 20 s before its file's limit, with its traceback; tests that trace
-#               their job's processes write under trace/)
+#               their job's processes write under trace/); TESTS_K=EXPR in the environment keeps only the tests
+#               pytest's -k EXPR selects (those a cut stopped last time, say)
 #   never[=S]   the never-ending-window GPU test alone, both ways a judge starts (exec, fork), each traced
 #               every 5 s under trace/ (default 360: ~40 s a way when it ends, 170 s a way when it does not)
 #   tuner[=S]   benchmarks/loop_gpu.py on rmsnorm_h4096, -n 10, its independent timer included (default 360:
@@ -86,7 +87,7 @@ for step in "$@"; do
         # one test's limit under the file's, so a test cut shows its traceback and the file's summary
         to=""; [ $pt = 1 ] && { tl=$(( fl - 20 )); [ $tl -gt 180 ] && tl=180; to="--timeout=$tl"; }
         timeout -k 5 "$fl" python3 -m pytest -v -rs -o addopts= -m gpu -p no:cacheprovider --durations=25 $to \
-          -k "not never_ends" "$f" >> "$W/gpu_tests.txt" 2>&1 || rc=$?
+          -k "not never_ends${TESTS_K:+ and ($TESTS_K)}" "$f" >> "$W/gpu_tests.txt" 2>&1 || rc=$?
         echo "== $f rc=$rc at $(( SECONDS - t0 )) s (limit $fl s)" >> "$W/gpu_tests.txt"
       done
       log tests $rc ;;
