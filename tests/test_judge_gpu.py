@@ -274,27 +274,19 @@ def test_a_sparse_attention_wrong_only_on_its_prefill_path_is_caught_by_an_unlis
 def test_a_flush_figure_measured_beside_other_gpu_work_is_lowered_by_the_judges_quiet_one():
     """A kernel process measures its L2 flush before its kernel is imported, beside the other label's process
     starting on the same GPU; on an H100 (2026-12-06) that figure came out 78.8 us against 32.6 us for every
-    flush of the honest window after it, and an honest A/A candidate was TAMPERED by the flush floor. Here a
-    timer measures its flush while a stream of this process copies 256 MB buffers: the window's honest
-    flushes fall under half of that figure (TAMPERED, as on the old code), and pass against the judge's quiet
-    figure (the `quiet_flush_us` a time request carries)."""
+    flush of the honest window after it (2.4x), and an honest A/A candidate was TAMPERED by the flush floor.
+    Here a timer's own figure is set to 2.4x a quiet one, as measured there: the window's honest flushes fall
+    under half of it (TAMPERED, as on the old code), and pass against the judge's quiet figure (the
+    `quiet_flush_us` a time request carries)."""
     from autogk_git.bench.judge import held, timer
-    a = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    side = torch.cuda.Stream()
-    with torch.cuda.stream(side):
-        for _ in range(400):
-            b.copy_(a)
-    busy = timer.DeviceTimer("cupti")
-    torch.cuda.synchronize()
     quiet = timer.DeviceTimer("cupti")
-    if busy._flush_us < 2.2 * quiet._flush_us:
-        pytest.skip(f"the side stream slowed the flush figure only to {busy._flush_us:.1f} us "
-                    f"(quiet {quiet._flush_us:.1f} us)")
+    busy = timer.DeviceTimer("cupti")
+    q = quiet.quiet_flush_us()
+    busy._flush_us = 2.4 * q
     x = torch.randn(1 << 20, device="cuda")
     y = torch.empty_like(x)
     calls = [lambda: torch.mul(x, 2.0, out=y)] * 10
     with pytest.raises(held.TimerTampered):
         busy.time_calls(calls)
-    t = busy.time_calls(calls, quiet_flush_us=quiet.quiet_flush_us())
+    t = busy.time_calls(calls, quiet_flush_us=q)
     assert t["us"] > 0, t
