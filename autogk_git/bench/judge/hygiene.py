@@ -197,14 +197,19 @@ def _proc_table() -> dict[int, int]:
 
 
 def descendants(pid: int) -> list[int]:
-    table = _proc_table()
+    return [c for c, _ in _table_links(pid)]
+
+
+def _table_links(pid: int) -> list[tuple[int, int]]:
+    """pid's descendants, each with its parent, from one read of every process's stat (_proc_table)."""
     children: dict[int, list[int]] = {}
-    for p, pp in table.items():
+    for p, pp in _proc_table().items():
         children.setdefault(pp, []).append(p)
     out, todo = [], [pid]
     while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
+        parent = todo.pop()
+        for c in children.get(parent, []):
+            out.append((c, parent))
             todo.append(c)
     return out
 
@@ -216,8 +221,9 @@ def tree(pid: int) -> list[int]:
 
 def _read_all(path: str) -> bytes:
     """A /proc file's bytes, to its end, through os.open and os.read: pathlib's own cost was 3/4 of each
-    listing of a job's processes (one or more a time request: 6.8 ms against 1.7 for a judge of 40 threads
-    and two kernel processes of 60, on the 2-core dev VM)."""
+    listing of a job's processes (one or more a time request: a stop and continue 6.8-7.7 ms against
+    1.8-1.9 ms for a judge of 40 threads and kernel processes of 60, 60 and 5, on the 2-core dev VM:
+    benchmarks/stop_cost.py)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = []
@@ -246,8 +252,7 @@ def tree_links(pid: int) -> list[tuple[int, int]]:
                 kids = _read_all(f"/proc/{p}/task/{tid}/children").split()
             except FileNotFoundError:
                 if p == pid:
-                    table = _proc_table()
-                    return [(c, table[c]) for c in descendants(pid) if c in table]
+                    return _table_links(pid)
                 continue
             except OSError:
                 continue

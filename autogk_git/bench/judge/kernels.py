@@ -352,7 +352,7 @@ def others_stopped(kernel: RemoteKernel | None = None):
     lists them again until no new one shows, and stops again one its tracer had continued."""
     t = time.perf_counter()
     paused = hygiene.stop_all(lambda: others(kernel), STOP_PASSES)
-    t = phase("stop", t)
+    phase("stop", t)
     try:
         yield
     finally:
