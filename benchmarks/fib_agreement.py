@@ -52,7 +52,8 @@ def fib_latencies(definition: dict, workloads: list[dict], source: str, iteratio
 
 def autogk_latencies(definition: dict, workloads: list[dict], source: str, rounds: int) -> dict[str, dict]:
     import torch
-    from autogk_git.bench.judge import kernels, process
+    from autogk_git.bench.judge import files as jfiles
+    from autogk_git.bench.judge import process
     from autogk_git.bench.judge import inputs as jinputs
     job = {"version": 1, "stage": "stride", "definition": definition, "workloads": workloads,
            "sources": {}, "generator": None, "blob_root": ".", "seed": 3,
@@ -64,7 +65,7 @@ def autogk_latencies(definition: dict, workloads: list[dict], source: str, round
         if r.get("event") == "done":
             recs[r["uuid"]] = r
 
-    run = kernels.import_kernel("agree", {"kernel.py": source}, Path(tempfile.mkdtemp()))
+    run = jfiles.import_kernel("agree", {"kernel.py": source}, Path(tempfile.mkdtemp()))
     process.run_timed(job, {"candidate": (run.run, None)}, jinputs.Inputs(job, "cuda", None), jinputs.load_reference(definition),
                 "cuda", None, emit)
     torch.cuda.synchronize()
@@ -75,9 +76,10 @@ def fib_style_in_process(definition: dict, workloads: list[dict], source: str, i
     """flashinfer-bench 0.1.2's loop re-done in this process (flush 256 MB, clone inputs, synchronize,
     events around the call), mean and median: separates method from process when the two disagree."""
     import torch
-    from autogk_git.bench.judge import checks, kernels
+    from autogk_git.bench.judge import checks
+    from autogk_git.bench.judge import files as jfiles
     from autogk_git.bench.judge import inputs as jinputs
-    run = kernels.import_kernel("probe", {"kernel.py": source}, Path(tempfile.mkdtemp())).run
+    run = jfiles.import_kernel("probe", {"kernel.py": source}, Path(tempfile.mkdtemp())).run
     job = {"definition": definition, "settings": {}}
     inputs = jinputs.Inputs(job, "cuda", None)
     cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")

@@ -344,7 +344,7 @@ def timing_main(job_path: Path) -> int:
     import torch
     sys.path.insert(0, str(REPO))
     from autogk_git.bench.judge import calls, checks, process
-    from autogk_git.bench.judge import kernels as jkernels
+    from autogk_git.bench.judge import files as jfiles
     from autogk_git.bench.judge import inputs as jinputs
     tdir = Path(job["target_dir"])
     definition = json.loads((tdir / "definition.json").read_text())
@@ -359,7 +359,7 @@ def timing_main(job_path: Path) -> int:
     for label, kdir in job["kernels"].items():
         try:
             files = {str(p.relative_to(kdir)): p.read_text() for p in Path(kdir).rglob("*.py")}
-            kernels[label] = jkernels.import_kernel(f"loopgpu_{label}", files, kroot)
+            kernels[label] = jfiles.import_kernel(f"loopgpu_{label}", files, kroot)
         except Exception as e:  # noqa: BLE001 - a kernel that cannot be imported: said on every row
             state["errors"].append(f"kernel {label} could not be imported: {short_error(e)}")
             state[f"import_error_{label}"] = short_error(e)

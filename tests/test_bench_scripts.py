@@ -173,3 +173,64 @@ def test_clock_resolution_reads_the_limit_a_windows_calls_allow_from_a_projects_
     assert [r["workload"] for r in cr.condemned(lied, 0.10, 1.0, 25.0)] == ["bbbb"]
     # --null reads the figure less each process's null window, where the record has one.
     assert cr.records(tmp_path / "p.bundle", null=True) == []
+
+
+def _package_names_missing(script) -> list[str]:
+    """`from autogk_git... import x` that does not resolve, and `alias.attr` on a module so imported that
+    the module lacks, scope by scope (a function's own import, or the module's unless the function binds
+    the name itself: gpu_bench's `rounds` list is not the judge's rounds module)."""
+    import ast
+    import importlib
+
+    missing: list[str] = []
+
+    def imports(body_nodes) -> dict[str, object]:
+        found: dict[str, object] = {}
+        for node in body_nodes:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autogk_git"):
+                mod = importlib.import_module(node.module)
+                for a in node.names:
+                    try:
+                        found[a.asname or a.name] = importlib.import_module(f"{node.module}.{a.name}")
+                    except ModuleNotFoundError:
+                        if not hasattr(mod, a.name):
+                            missing.append(f"{script.name}: {node.module}.{a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("autogk_git") and a.asname:
+                        found[a.asname] = importlib.import_module(a.name)
+        return found
+
+    def own(scope):
+        """The nodes of a scope, nested functions and classes left to their own visit."""
+        todo = list(ast.iter_child_nodes(scope))
+        while todo:
+            node = todo.pop()
+            yield node
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                todo.extend(ast.iter_child_nodes(node))
+
+    def visit(scope, outer: dict[str, object]) -> None:
+        nodes = list(own(scope))
+        bound = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            bound |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+        aliases = {k: v for k, v in outer.items() if k not in bound}
+        aliases.update(imports(nodes))
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                if not hasattr(aliases[node.value.id], node.attr):
+                    missing.append(f"{script.name}: {node.value.id}.{node.attr}")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                visit(node, aliases)
+
+    visit(ast.parse(script.read_text(), str(script)), {})
+    return missing
+
+
+def test_every_name_a_benchmark_script_takes_from_the_package_exists():
+    """The GPU scripts run only on a lent machine: a name moved in the package (judge.kernels.import_kernel
+    to judge.files, session 59) broke loop_gpu.py's independent timer there, unseen on CPU. Every
+    `from autogk_git... import x` and every `alias.attr` on a module so imported must resolve here."""
+    missing = [m for script in sorted((REPO / "benchmarks").glob("*.py")) for m in _package_names_missing(script)]
+    assert not missing, sorted(set(missing))
