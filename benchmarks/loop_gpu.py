@@ -1025,6 +1025,11 @@ def main() -> int:
         if r["rc"] or not timing_state.get("done"):
             raise RuntimeError(f"the timing child ended with rc {r['rc']}, done={timing_state.get('done')}: "
                                f"{' | '.join(x for _, x in r['lines'][-5:])[-1500:]} (log {out / f'timing_{tgt}.log'})")
+        unimported = [f"{k[len('import_error_'):]}: {v}" for k, v in timing_state.items() if k.startswith("import_error_")]
+        if unimported:
+            # the child ended but measured nothing of a kernel it could not import (session 60: every row
+            # "best not imported" under "Steps that failed: none"): the step failed, and the report says so
+            raise RuntimeError("kernels not imported, so not timed: " + "; ".join(unimported))
 
     if args.no_timing:
         say("--no-timing: the independent reproduction is skipped")
