@@ -289,25 +289,31 @@ def pytest_xdist_auto_num_workers(config):
     return count if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else count + 1
 
 
+def _slow_seconds(item) -> float:
+    """`@pytest.mark.slow(S)`: S, the test's wall seconds in an xdist run of the whole suite (30 unsaid)."""
+    args = item.get_closest_marker("slow").args
+    return float(args[0]) if args else 30.0
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `slow` (minutes on 2 cores) start first, so none is left running alone at the end.
+    """Tests marked `slow` start first, so none is left running alone at the end.
 
     The suite runs with `--dist worksteal`: worker j gets the j-th of k equal, contiguous slices of
-    this order and idle workers steal from the tails of the others. The README test (the longest by
-    far) leads slice 0 alone; the other slow tests lead the other slices in turn, where no steal
-    moves them behind it. Without xdist (k = 1) they simply run first."""
+    this order and idle workers steal from the tails of the others, never a test a worker has started.
+    The slow tests lead the slices, longest first, each onto the slice whose slow tests sum the least
+    seconds so far (`slow(S)`): the slices' heads come out even, and no worker is left with two long
+    tests while another ends early. Without xdist (k = 1) they simply run first, longest first."""
     k = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    slow = [it for it in items if it.get_closest_marker("slow")]
+    slow = sorted((it for it in items if it.get_closest_marker("slow")), key=lambda it: -_slow_seconds(it))
     if not slow:
         return
     rest = [it for it in items if not it.get_closest_marker("slow")]
     lead: list[list] = [[] for _ in range(k)]
-    first = [it for it in slow if it.path.name == "test_readme.py"]
-    others = [it for it in slow if it not in first]
-    lead[0].extend(first)
-    others_slots = list(range(1, k)) or [0]
-    for i, it in enumerate(others):
-        lead[others_slots[i % len(others_slots)]].append(it)
+    load = [0.0] * k
+    for it in slow:
+        j = min(range(k), key=lambda j: (load[j], j))
+        lead[j].append(it)
+        load[j] += _slow_seconds(it)
     # Slice sizes exactly as worksteal cuts them: len(pending) // workers_remaining, in worker order.
     ordered, left, fill = [], len(items), iter(rest)
     for j in range(k):

@@ -117,7 +117,10 @@ RANK = [{**c, "patch": {"RANK_MAX_WIDTH": 0, **c["patch"]}} if {"SINGLE_MAX", "S
 
 @pytest.mark.parametrize("attempt, cases", [("01_short_rows_unscored.py", PLAIN),
                                             ("04_select_5bit_digits.py", CASES),
-                                            ("05_rank_select_spread.py", RANK)])
+                                            # 43 CPU-s in the interpreter, the suite's third test:
+                                            # started first (conftest: `slow`), not left to the end
+                                            pytest.param("05_rank_select_spread.py", RANK,
+                                                         marks=pytest.mark.slow(55))])
 def test_indexer_attempt_is_a_top_k_set_on_every_path(attempt, cases):
     out = run_cases(ATTEMPTS / attempt, cases)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]

@@ -45,7 +45,7 @@ def experiment_refs(project) -> dict[int, list[tuple[str, str]]]:
     return refs
 
 
-@pytest.mark.slow
+@pytest.mark.slow(7)
 @pytest.mark.parametrize("marker,nth,resumed", [
     ("committed", 2, "#0002: committed but not benchmarked"),   # killed while #2 is benchmarked
     (": KEEP - ", 1, "#0001 kept: merged"),                     # after #1's result note, before its merge
