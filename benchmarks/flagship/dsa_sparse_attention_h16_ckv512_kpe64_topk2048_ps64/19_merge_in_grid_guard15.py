@@ -1,1 +1,0 @@
-tried/08_merge_in_grid.py

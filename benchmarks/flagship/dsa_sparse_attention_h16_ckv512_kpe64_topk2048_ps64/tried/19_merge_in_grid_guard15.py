@@ -1,0 +1,1 @@
+08_merge_in_grid.py
