@@ -202,15 +202,23 @@ def descendants(pid: int) -> list[int]:
 
 def _table_links(pid: int) -> list[tuple[int, int]]:
     """pid's descendants, each with its parent, from one read of every process's stat (_proc_table)."""
+    return subtree(_proc_table().items(), pid)
+
+
+def subtree(links: Iterable[tuple[int, int]], root: int) -> list[tuple[int, int]]:
+    """Every (child, parent) link below root among `links` (pairs of child and parent), each pid once: a
+    table read file by file can hold a loop where a pid was reused between two reads."""
     children: dict[int, list[int]] = {}
-    for p, pp in _proc_table().items():
-        children.setdefault(pp, []).append(p)
-    out, todo = [], [pid]
+    for c, p in links:
+        children.setdefault(p, []).append(c)
+    out, seen, todo = [], {root}, [root]
     while todo:
         parent = todo.pop()
-        for c in children.get(parent, []):
-            out.append((c, parent))
-            todo.append(c)
+        for c in children.get(parent, ()):
+            if c not in seen:
+                seen.add(c)
+                out.append((c, parent))
+                todo.append(c)
     return out
 
 
@@ -240,7 +248,7 @@ def tree_links(pid: int) -> list[tuple[int, int]]:
     """pid's descendants, each with its parent, walked through /proc/PID/task/TID/children from pid down (a
     few reads for a job's small tree, where `descendants` reads every process's stat); from the whole
     table where the kernel keeps no such files."""
-    out, todo = [], [pid]
+    out, seen, todo = [], {pid}, [pid]
     while todo:
         p = todo.pop()
         try:
@@ -257,8 +265,10 @@ def tree_links(pid: int) -> list[tuple[int, int]]:
             except OSError:
                 continue
             for k in map(int, kids):
-                out.append((k, p))
-                todo.append(k)
+                if k not in seen:  # a pid reused between two reads: each once, and the walk ends
+                    seen.add(k)
+                    out.append((k, p))
+                    todo.append(k)
     return out
 
 

@@ -331,15 +331,7 @@ def others(kernel: RemoteKernel | None = None) -> list[int]:
     links = hygiene.tree_links(os.getpid())  # one walk: the kernel's own processes are a subtree of it
     mine = set()
     if kernel is not None and kernel.proc is not None:
-        kids: dict[int, list[int]] = {}
-        for c, p in links:
-            kids.setdefault(p, []).append(c)
-        mine, todo = {kernel.proc.pid}, [kernel.proc.pid]
-        while todo:
-            for c in kids.get(todo.pop(), ()):
-                if c not in mine:
-                    mine.add(c)
-                    todo.append(c)
+        mine = {kernel.proc.pid, *(c for c, _ in hygiene.subtree(links, kernel.proc.pid))}
     helpers = {_STARTER[0].pid} if _STARTER else set()
     return [p for p, _ in links if p not in mine and p not in helpers
             and not (p in _HELPERS and hygiene.program(p) == _HELPERS[p])]
