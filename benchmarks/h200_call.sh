@@ -19,7 +19,9 @@
 #   sa[=S]      the flagship's sparse-attention attempts (benchmarks/flagship/attempt.py as the coding agent)
 #               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt, ncu on each keep
 #               (default 150; ~35 s an experiment, ~17 s a profile, the independent timer's 12 s after);
-#               SA_GUARD=G in the environment sets the project's [bench] guard for sa and satune (default 0.02)
+#               SA_GUARD=G in the environment sets the project's [bench] guard for sa and satune (default 0.02);
+#               SA_FROM=BUNDLE goes on in the project of an earlier call's bundle (project_*.bundle under
+#               benchmarks/results/), judging only the attempts its history does not name
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
 #               timer after (default 240; ~17 s an experiment on sparse attention, 2026-12-02)
@@ -110,6 +112,19 @@ for step in "$@"; do
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
       n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
       ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/sa_attempts.txt"
+      if [ -n "${SA_FROM:-}" ]; then
+        # SA_FROM=BUNDLE: go on in the project an earlier call left (its trunk, experiments and notes), so
+        # the attempts its history names are not judged again; only the others are counted in -n
+        git clone -q "$SA_FROM" "$W/saproj" \
+          && git -C "$W/saproj" fetch -q --update-head-ok "$SA_FROM" '+refs/*:refs/*' \
+          || { log "sa (SA_FROM $SA_FROM not restored)" 1; continue; }
+        hist=$(git -C "$W/saproj" log --all --format=%B); n=0
+        for a in $(cat "$W/sa_attempts.txt"); do
+          stem=$(basename "$a" .py); case "$hist" in *"[$stem]"*) ;; *) n=$(( n + 1 )) ;; esac
+        done
+        echo "restored from $SA_FROM; attempts not in its history: $n" >> "$W/sa_attempts.txt"
+        [ "$n" -eq 0 ] && { log "sa (nothing new to try in $SA_FROM)" 0; continue; }
+      fi
       # the profile on (ncu after each keep, ~17 s): the trunk's figures in the project for the next attempt
       # SA_GUARD=G: the project's [bench] guard (default 0.02), as a user who accepts trades sets it
       g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
