@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, autogk, autogk_in, git
+from conftest import REPO, autogk_in, git
 from review_support import copy_project, iterate_report, iterated_template
 
 from autogk_git.record.notes import format_result, parse_result
@@ -60,7 +60,7 @@ def test_the_readme_share_section_word_for_word(iterated, tmp_path, default_bran
     out = sh(elsewhere, "\n".join(clone))
     copy = elsewhere / "run-copy"
     assert git(copy, "branch", "--show-current").strip() == branch  # the clone checked the pushed branch out
-    rows = json.loads(autogk(copy, "log", "--json").stdout)
+    rows = json.loads(autogk_in(copy, "log", "--json").stdout)
     assert {r["number"]: r["decision"] for r in rows} == exps
     for n in exps:
         assert f"{n:04d}" in out.stdout or f"#{n}" in out.stdout  # the README's `autogk log` printed them
@@ -75,9 +75,9 @@ def test_a_clone_of_a_hub_without_notes_says_so_and_how_to_fix_it(iterated, tmp_
     git(iterated, "remote", "add", "hub", str(hub))
     git(iterated, "push", "-q", "hub", "main")
     git(tmp_path, "clone", "-q", str(hub), str(tmp_path / "c"))
-    log = autogk(tmp_path / "c", "log").stdout
+    log = autogk_in(tmp_path / "c", "log").stdout
     assert "`autogk sync` fetches the experiments from origin" in log
-    out = autogk(tmp_path / "c", "sync", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    out = autogk_in(tmp_path / "c", "sync", env={"AUTOGK_TRACKING_ENABLED": "false"})
     assert "origin holds no autogk notes" in out.stdout
     assert "autogk sync --push --remote origin" in out.stdout
 
@@ -88,7 +88,7 @@ def test_an_older_push_setting_is_removed(iterated, tmp_path):
     git(iterated, "remote", "add", "hub", str(hub))
     for spec in ("HEAD", "refs/notes/autogk/*:refs/notes/autogk/*", "refs/autogk/*:refs/autogk/*"):
         git(iterated, "config", "--add", "remote.hub.push", spec)
-    out = autogk(iterated, "sync", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    out = autogk_in(iterated, "sync", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
     assert "removed the push settings" in out.stdout
     assert subprocess.run(["git", "config", "--get-all", "remote.hub.push"], cwd=iterated).returncode == 1
 
@@ -111,20 +111,20 @@ def test_sync_skips_counts_and_prunes_notes_whose_commit_is_gone(iterated, tmp_p
     git(tmp_path, "init", "-q", "--bare", str(hub))
     git(iterated, "remote", "add", "hub", str(hub))
     git(iterated, "push", "-q", "hub", "main")
-    autogk(iterated, "sync", "--push", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    autogk_in(iterated, "sync", "--push", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
 
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(hub), str(clone))
-    out = autogk(clone, "sync", "--json")  # with MLflow: the orphan is not logged and nothing crashes
+    out = autogk_in(clone, "sync", "--json")  # with MLflow: the orphan is not logged and nothing crashes
     res = json.loads(out.stdout)
     assert res["orphaned"] == 1 and res["logged"] == len(exps), res
     assert "autogk sync --prune" in out.stderr
-    again = json.loads(autogk(clone, "sync", "--full", "--json").stdout)
+    again = json.loads(autogk_in(clone, "sync", "--full", "--json").stdout)
     assert again["orphaned"] == 1 and again["logged"] == len(exps)
-    pruned = json.loads(autogk(clone, "sync", "--prune", "--json").stdout)
+    pruned = json.loads(autogk_in(clone, "sync", "--prune", "--json").stdout)
     assert pruned["pruned"] == 1 and pruned["orphaned"] == 1
     assert gone not in git(clone, "notes", "--ref", "autogk/results", "list")
-    assert "orphaned" not in json.loads(autogk(clone, "sync", "--json").stdout)
+    assert "orphaned" not in json.loads(autogk_in(clone, "sync", "--json").stdout)
 
 
 def test_remote_add_then_git_push_and_the_notes_push_share_every_experiment(iterated, tmp_path):
@@ -143,24 +143,24 @@ def test_remote_add_then_git_push_and_the_notes_push_share_every_experiment(iter
 
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(hub), str(clone))
-    synced = json.loads(autogk(clone, "sync", "--json").stdout)
+    synced = json.loads(autogk_in(clone, "sync", "--json").stdout)
     assert synced["logged"] == len(exps) and synced["fetched_from"] == ["origin"], synced
-    assert {r["number"]: r["decision"] for r in json.loads(autogk(clone, "log", "--json").stdout)} == exps
+    assert {r["number"]: r["decision"] for r in json.loads(autogk_in(clone, "log", "--json").stdout)} == exps
     # Shown, and marked as judged elsewhere: in `log`, `best` and the MLflow runs sync made of them.
     assert all(r["judged_here"] for r in json.loads(autogk_in(iterated, "log", "--json").stdout))
-    assert not any(r["judged_here"] for r in json.loads(autogk(clone, "log", "--json").stdout))
-    lines = autogk(clone, "log").stdout.splitlines()
+    assert not any(r["judged_here"] for r in json.loads(autogk_in(clone, "log", "--json").stdout))
+    lines = autogk_in(clone, "log").stdout.splitlines()
     assert lines and all("(judged in another clone: its note was fetched)" in ln for ln in lines), lines
     assert "judged in another clone" not in autogk_in(iterated, "log").stdout
     first = min(exps)
-    assert "judged in another clone: its result note was fetched" in autogk(clone, "show", str(first)).stdout
+    assert "judged in another clone: its result note was fetched" in autogk_in(clone, "show", str(first)).stdout
     assert "judged in another clone" not in autogk_in(iterated, "show", str(first)).stdout
     # `report` too: each fetched experiment's verdict cell, and the count in its summary line and figures.
-    [made] = json.loads(autogk(clone, "report", "--no-mlflow", "--json").stdout)
+    [made] = json.loads(autogk_in(clone, "report", "--no-mlflow", "--json").stdout)
     page = Path(made["html"]).read_text()
     assert page.count("(judged in another clone: its note was fetched)") == len(exps), page
     assert f"{len(exps)} of {len(exps)} judged in another clone" in page and made["summary"]["judged_elsewhere"] == len(exps)
-    [own] = json.loads(autogk(iterated, "report", "--no-mlflow", "--json", "--out", str(tmp_path / "own")).stdout)
+    [own] = json.loads(autogk_in(iterated, "report", "--no-mlflow", "--json", "--out", str(tmp_path / "own")).stdout)
     assert "judged in another clone" not in Path(own["html"]).read_text() and own["summary"]["judged_elsewhere"] == 0
     from autogk_git.project import Project
     from autogk_git.tracking import mlflow_store
@@ -214,22 +214,22 @@ def test_a_note_the_hub_changed_or_removed_does_not_replace_this_clones_own(iter
     git(tmp_path, "init", "-q", "--bare", str(hub))
     autogk_in(iterated, "remote", "add", "hub", str(hub))
     git(iterated, "push", "-q", "hub", "main")
-    autogk(iterated, "sync", "--push", "--remote", "hub", env=no_mlflow)
+    autogk_in(iterated, "sync", "--push", "--remote", "hub", env=no_mlflow)
     ref = "autogk/results"
     mine = {c: git(iterated, "notes", "--ref", ref, "show", c) for c in (exps[0]["commit"], exps[1]["commit"])}
 
     peer = tmp_path / "peer"
     git(tmp_path, "clone", "-q", str(hub), str(peer))
-    autogk(peer, "sync", env=no_mlflow)
+    autogk_in(peer, "sync", env=no_mlflow)
     first, second = list(mine)
     forged = parse_result(mine[first], first)
     forged["verdict"]["decision"] = "keep" if forged["verdict"]["decision"] != "keep" else "revert"
     git(peer, "notes", "--ref", ref, "add", "-f", "-m", format_result(forged), first)
     git(peer, "notes", "--ref", ref, "remove", second)
-    autogk(peer, "sync", "--push", "--remote", "origin", env=no_mlflow)
+    autogk_in(peer, "sync", "--push", "--remote", "origin", env=no_mlflow)
     assert parse_result(git(hub, "notes", "--ref", ref, "show", first), first)["verdict"] == forged["verdict"]
 
-    out = autogk(iterated, "sync", "--remote", "hub", env=no_mlflow)
+    out = autogk_in(iterated, "sync", "--remote", "hub", env=no_mlflow)
     for c, text in mine.items():
         assert git(iterated, "notes", "--ref", ref, "show", c) == text, out.stdout + out.stderr
     assert "kept the note this clone wrote on 2 commit(s)" in out.stdout + out.stderr
@@ -266,20 +266,20 @@ def test_a_remote_cannot_move_this_clones_experiment_refs_or_take_an_open_number
     git(tmp_path, "init", "-q", "--bare", str(hub))
     autogk_in(iterated, "remote", "add", "hub", str(hub))
     git(iterated, "push", "-q", "hub", "main")
-    autogk(iterated, "sync", "--push", "--remote", "hub", env=no_mlflow)
+    autogk_in(iterated, "sync", "--push", "--remote", "hub", env=no_mlflow)
     [kept, *_] = git(iterated, "for-each-ref", "--format=%(refname)", "refs/autogk/kept/").split()
     ours = git(iterated, "rev-parse", kept).strip()
     git(iterated, "branch", "autogk/scale/0009-open", "main")  # an experiment this clone has open
 
     peer = tmp_path / "peer"
     git(tmp_path, "clone", "-q", str(hub), str(peer))
-    autogk(peer, "sync", env=no_mlflow)
+    autogk_in(peer, "sync", env=no_mlflow)
     child = git(peer, "commit-tree", f"{ours}^{{tree}}", "-p", ours, "-m", "theirs").strip()
     git(peer, "update-ref", kept, child)
     git(peer, "update-ref", "refs/autogk/kept/scale/0009", child)
     git(peer, "push", "-q", "origin", f"{kept}:{kept}", "refs/autogk/kept/scale/0009:refs/autogk/kept/scale/0009")
 
-    out = autogk(iterated, "sync", "--remote", "hub", env=no_mlflow)
+    out = autogk_in(iterated, "sync", "--remote", "hub", env=no_mlflow)
     text = out.stdout + out.stderr
     assert git(iterated, "rev-parse", kept).strip() == ours, text
     assert not git(iterated, "for-each-ref", "refs/autogk/kept/scale/0009"), text
@@ -295,7 +295,7 @@ def test_a_plain_git_fetch_cannot_move_this_clones_experiment_refs(iterated, tmp
     git(tmp_path, "init", "-q", "--bare", str(hub))
     autogk_in(iterated, "remote", "add", "hub", str(hub))
     git(iterated, "push", "-q", "hub", "main")
-    autogk(iterated, "sync", "--push", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    autogk_in(iterated, "sync", "--push", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
     [kept, *_] = git(iterated, "for-each-ref", "--format=%(refname)", "refs/autogk/kept/").split()
     ours = git(iterated, "rev-parse", kept).strip()
     peer = tmp_path / "peer"  # a plain clone, no autogk hooks: the collaborator moves our kept ref
@@ -309,7 +309,7 @@ def test_a_plain_git_fetch_cannot_move_this_clones_experiment_refs(iterated, tmp
     assert proc.returncode != 0, proc.stderr
     assert f"refused to move {kept}" in proc.stderr and "autogk sync" in proc.stderr, proc.stderr
     assert git(iterated, "rev-parse", kept).strip() == ours
-    out = autogk(iterated, "sync", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
+    out = autogk_in(iterated, "sync", "--remote", "hub", env={"AUTOGK_TRACKING_ENABLED": "false"})
     assert git(iterated, "rev-parse", kept).strip() == ours, out.stdout + out.stderr
     assert git(iterated, "rev-parse", "refs/autogk/kept/scale/0042").strip() == child
     git(iterated, "pack-refs", "--all")
