@@ -18,7 +18,7 @@ import torch
 from autogk_git.bench.job import numel
 from autogk_git.bench.judge import inputs as jinputs
 
-from conftest import REPO, SHARED, autogk
+from conftest import REPO, SHARED, autogk, autogk_in
 
 EXAMPLES = REPO / "autogk_git" / "examples"
 SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
@@ -191,21 +191,21 @@ def test_indexer_generator_uses_the_lines_seq_lens():
 
 @pytest.mark.parametrize("target", [SA, IX])
 def test_init_example_gives_the_contest_set_and_long_is_selectable(tmp_path, target):
-    autogk(tmp_path, "init", "demo", "--example", target, "--no-check")
+    autogk_in(tmp_path, "init", "demo", "--example", target, "--no-check")
     got = tmp_path / "demo" / "kernels" / target / "workloads.jsonl"
     assert got.read_text() == (EXAMPLES / target / "workloads.jsonl").read_text()
     assert all("layout" in w for w in workloads(got))
-    autogk(tmp_path, "init", "demo-long", "--example", target, "--workload-set", "long", "--no-check")
+    autogk_in(tmp_path, "init", "demo-long", "--example", target, "--workload-set", "long", "--no-check")
     got = tmp_path / "demo-long" / "kernels" / target / "workloads.jsonl"
     assert got.read_text() == (EXAMPLES / target / "workloads_long.jsonl").read_text()
 
 
 def test_an_unknown_workload_set_is_refused_with_the_sets_there_are(tmp_path):
-    out = autogk(tmp_path, "init", "demo", "--example", SA, "--workload-set", "longest", "--no-check", check=False)
+    out = autogk_in(tmp_path, "init", "demo", "--example", SA, "--workload-set", "longest", "--no-check", check=False)
     assert out.returncode == 1 and "no workload set 'longest'" in out.stderr
     assert "default, long" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "demo").exists()
-    out = autogk(tmp_path, "init", "demo", "--example", "rmsnorm_h4096", "--workload-set", "long", "--no-check",
+    out = autogk_in(tmp_path, "init", "demo", "--example", "rmsnorm_h4096", "--workload-set", "long", "--no-check",
                  check=False)
     assert out.returncode == 1 and "its sets: default" in out.stderr
 

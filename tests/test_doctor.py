@@ -19,27 +19,27 @@ def test_doctor_reports_packages_project_and_backend(project):
 
 
 def test_doctor_outside_a_project_says_so_and_fails(tmp_path):
-    out = autogk(tmp_path, "doctor", check=False)
+    out = autogk_in(tmp_path, "doctor", check=False)
     assert out.returncode == 1
     assert "not an autogk project" in out.stdout and "autogk init" in out.stdout
     assert "all good" not in out.stdout
-    info = json.loads(autogk(tmp_path, "doctor", "--json", check=False).stdout)
+    info = json.loads(autogk_in(tmp_path, "doctor", "--json", check=False).stdout)
     assert info["project"] is None and any("not an autogk project" in p for p in info["problems"])
 
 
 def test_missing_hooks_are_a_warning_not_a_problem(project):
     """A fresh clone has no hooks (git never clones them) and the loop runs without them."""
-    autogk(project, "hooks", "uninstall")
-    out = autogk(project, "doctor", check=False)
+    autogk_in(project, "hooks", "uninstall")
+    out = autogk_in(project, "doctor", check=False)
     assert out.returncode == 0, out.stdout
     assert "problem:" not in out.stdout
     assert "warning: hooks are not installed" in out.stdout and "autogk hooks install" in out.stdout
-    info = json.loads(autogk(project, "doctor", "--json").stdout)
+    info = json.loads(autogk_in(project, "doctor", "--json").stdout)
     assert info["problems"] == [] and any("hooks" in w for w in info["warnings"])
 
 
 def test_readable_output_has_no_python_dicts(project):
-    out = autogk(project, "doctor").stdout
+    out = autogk_in(project, "doctor").stdout
     assert "{" not in out and "'" not in out.replace("`", "")
     assert "target scale: 5 workload(s) in kernels/scale/" in out
     assert "hooks installed" in out
@@ -49,7 +49,7 @@ def test_readable_output_has_no_python_dicts(project):
 def test_a_broken_target_is_a_problem_with_exit_1(project):
     (project / "kernels/scale/definition.json").write_text("{ not json")
     git(project, "commit", "-qam", "break the definition")
-    out = autogk(project, "doctor", check=False)
+    out = autogk_in(project, "doctor", check=False)
     assert out.returncode == 1 and "problem: target scale" in out.stdout
 
 
