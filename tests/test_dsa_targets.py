@@ -16,7 +16,7 @@ import torch
 from autogk_git.bench.judge import rules
 from autogk_git.bench.job import numel
 
-from conftest import REPO, SHARED, autogk
+from conftest import REPO, SHARED, autogk, autogk_in
 
 EXAMPLES = REPO / "autogk_git" / "examples"
 SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
@@ -378,14 +378,14 @@ def test_init_reads_blob_workloads_and_names_a_missing_blob(tmp_path):
     wfile = tmp_path / "data" / "w.jsonl"
     wfile.write_text(json.dumps(blob_workload(rel)) + "\n")
     (tmp_path / "ds" / rel).parent.mkdir(parents=True)
-    out = autogk(tmp_path, "init", "proj", "--definition", str(EXAMPLES / SA / "definition.json"),
-                 "--workloads", str(wfile), "--blobs", str(tmp_path / "ds"), "--no-check", check=False)
+    out = autogk_in(tmp_path, "init", "proj", "--definition", str(EXAMPLES / SA / "definition.json"),
+                    "--workloads", str(wfile), "--blobs", str(tmp_path / "ds"), "--no-check", check=False)
     assert out.returncode == 1 and rel in out.stderr and "--blobs" in out.stderr
     indices = torch.full((1, 2048), -1, dtype=torch.int32)
     indices[0, :3] = torch.tensor([5, 130, 7])
     save_file({"sparse_indices": indices}, str(tmp_path / "ds" / rel))
-    autogk(tmp_path, "init", "proj", "--definition", str(EXAMPLES / SA / "definition.json"),
-           "--workloads", str(wfile), "--blobs", str(tmp_path / "ds"), "--no-check")
+    autogk_in(tmp_path, "init", "proj", "--definition", str(EXAMPLES / SA / "definition.json"),
+              "--workloads", str(wfile), "--blobs", str(tmp_path / "ds"), "--no-check")
     tdir = tmp_path / "proj" / "kernels" / SA
     assert (tdir / "blobs" / Path(rel).name).is_file() and (tdir / "inputs.py").is_file()
 
