@@ -28,7 +28,6 @@ def test_tree_walks_a_process_tree_as_the_full_table_does():
         proc.wait(timeout=10)
 
 
-
 def test_a_process_table_read_with_a_loop_in_it_is_walked_once(monkeypatch):
     # /proc is read file by file: a pid reused between two reads can make a table where 20 and 21 are each
     # other's parent. The walk below 10 names each process once and ends (it went round forever before).
@@ -37,6 +36,7 @@ def test_a_process_table_read_with_a_loop_in_it_is_walked_once(monkeypatch):
     monkeypatch.setattr(hygiene, "_proc_table", lambda: {20: 21, 21: 20, 22: 21})
     assert sorted(hygiene.descendants(20)) == [21, 22]  # 20 itself is not its own descendant
     assert hygiene.subtree([(20, 21), (21, 20)], 21) == [(20, 21)]
+
 
 FORKER = r"""
 import os, subprocess, sys, time
