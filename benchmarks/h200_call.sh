@@ -115,6 +115,7 @@ for step in "$@"; do
       if [ -n "${SA_FROM:-}" ]; then
         # SA_FROM=BUNDLE: go on in the project an earlier call left (its trunk, experiments and notes), so
         # the attempts its history names are not judged again; only the others are counted in -n
+        SA_FROM=$(realpath "$SA_FROM")  # the fetch below runs in the clone: a relative path missed (session 62)
         git clone -q "$SA_FROM" "$W/saproj" \
           && git -C "$W/saproj" fetch -q --update-head-ok "$SA_FROM" '+refs/*:refs/*' \
           || { log "sa (SA_FROM $SA_FROM not restored)" 1; continue; }
