@@ -138,6 +138,8 @@ for step in "$@"; do
     satune)
       lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      # without sa's project loop_gpu.py would start a fresh one from the starting kernel (session 62)
+      [ -d "$W/saproj/.git" ] || { log "satune (no project from sa)" 1; continue; }
       g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
       env $g AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t -n 20 \
         --max-time $(( lim - 60 )) --grace 20 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
