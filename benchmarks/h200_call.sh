@@ -25,6 +25,9 @@
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
 #               timer after (default 240; ~17 s an experiment on sparse attention, 2026-12-02)
+#   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
+#               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
+#               timer, no loop run (--no-iterate --timing-workloads; default 200)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
@@ -146,6 +149,21 @@ for step in "$@"; do
         > "$W/satune.log" 2>&1
       log satune $?
       grep -E "^\| [0-9]+ \||median|agreement|geomean|reason" "$W/satune/loop_$t.md" > "$W/satune_summary.txt" 2>/dev/null ;;
+    salong)
+      # the long-context set's floor share: start and best of sa's project (or SA_FROM's) timed by loop_gpu.py's
+      # independent timer on the target's workloads_long.jsonl, no loop run
+      lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
+      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      if [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ]; then
+        SA_FROM=$(realpath "$SA_FROM")
+        git clone -q "$SA_FROM" "$W/saproj" && git -C "$W/saproj" fetch -q --update-head-ok "$SA_FROM" '+refs/*:refs/*'
+      fi
+      [ -d "$W/saproj/.git" ] || { log "salong (no project from sa or SA_FROM)" 1; continue; }
+      timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t --no-iterate --project "$W/saproj" \
+        --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/salong" \
+        > "$W/salong.log" 2>&1
+      log salong $?
+      grep -E "floor|geomean|agreement|summed" "$W/salong/loop_$t.md" > "$W/salong_summary.txt" 2>/dev/null ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \

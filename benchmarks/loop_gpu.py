@@ -348,7 +348,8 @@ def timing_main(job_path: Path) -> int:
     from autogk_git.bench.judge import inputs as jinputs
     tdir = Path(job["target_dir"])
     definition = json.loads((tdir / "definition.json").read_text())
-    wls = [json.loads(x) for x in (tdir / "workloads.jsonl").read_text().splitlines() if x.strip()]
+    wfile = Path(job.get("workloads_file") or tdir / "workloads.jsonl")
+    wls = [json.loads(x) for x in wfile.read_text().splitlines() if x.strip()]
     wls = [w.get("workload", w) for w in wls]
     gen = calls.load_module("loopgpu_gen", tdir, "inputs.py") if (tdir / "inputs.py").exists() else None
     checks.set_target(gen)  # the target's compare rules (checks.compare reads them)
@@ -761,6 +762,19 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(L) + "\n"
 
 
+def timing_workloads(given: str, target: str) -> str:
+    """--timing-workloads as an absolute path ("" where not given): a path as it is, else a file of the
+    target's bundled example folder (workloads_long.jsonl)."""
+    if not given:
+        return ""
+    path = Path(given)
+    if not path.exists():
+        path = REPO / "autogk_git" / "examples" / target / given
+    if not path.is_file():
+        raise SystemExit(f"--timing-workloads {given}: no such file, nor in autogk_git/examples/{target}/")
+    return str(path.resolve())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="rmsnorm_h4096", help="a bundled example target (autogk_git/examples/)")
@@ -786,6 +800,10 @@ def main() -> int:
                     help="run the loop with `--agent command` and this [agent] command instead of the tuner")
     ap.add_argument("--no-iterate", action="store_true", help="do not run the loop (read and time what is there)")
     ap.add_argument("--no-timing", action="store_true", help="skip the independent reproduction")
+    ap.add_argument("--timing-workloads", default="",
+                    help="time start and best on this workload file instead of the project's (a path, or a file "
+                         "name in the target's bundled example folder: workloads_long.jsonl, the long-context "
+                         "set); autogk's own columns stay empty where the project never judged those workloads")
     ap.add_argument("--timing-job", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--fake-timer", action="store_true", help=argparse.SUPPRESS)  # CPU test of the GPU path
     args = ap.parse_args()
@@ -793,6 +811,7 @@ def main() -> int:
         return timing_main(args.timing_job)
     if args.out is None:
         ap.error("--out DIR is required: the folder for loop_TARGET.md/.json, the logs and the report PNG")
+    timing_workloads(args.timing_workloads, args.target)  # a wrong name fails here, not after the loop
 
     t0 = time.monotonic()
     out: Path = args.out.resolve()
@@ -1005,7 +1024,7 @@ def main() -> int:
                "device": "cuda" if gpu else "cpu", "out": str(out / f"timing_{tgt}.json"), "reps": args.reps,
                "ref_reps": args.ref_reps, "ref_wl_s": args.ref_wl_s, "ref_total_s": args.ref_total_s,
                "budget_s": args.timing_budget_s, "cpu_max_numel": project.config.bench.cpu_max_numel,
-               "fake_timer": args.fake_timer}
+               "fake_timer": args.fake_timer, "workloads_file": timing_workloads(args.timing_workloads, tgt)}
         jp = out / f"timing_job_{tgt}.json"
         jp.write_text(json.dumps(job, indent=1))
         env = cli_env()

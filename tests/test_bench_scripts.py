@@ -236,3 +236,43 @@ def test_every_name_a_benchmark_script_takes_from_the_package_exists():
     assert len(scripts) > 40, scripts  # the flagship's scripts and attempts are read too
     missing = [m for script in scripts for m in _package_names_missing(script)]
     assert not missing, sorted(set(missing))
+
+
+def test_the_independent_timer_runs_on_a_workload_file_named_apart_from_the_projects(tmp_path):
+    """--timing-workloads: the long-context set's floor share is measured by timing start and best on
+    the target's other workload file; the timing job reads that file, not the project's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    lg = load("loop_gpu")
+    t = "rmsnorm_h4096"
+    example = REPO / "autogk_git" / "examples" / t
+    long_sa = lg.timing_workloads("workloads_long.jsonl", "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64")
+    assert long_sa.endswith("dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/workloads_long.jsonl")
+    assert lg.timing_workloads("", t) == ""
+    with pytest.raises(SystemExit, match="no such file"):
+        lg.timing_workloads("workloads_nope.jsonl", t)
+    # one workload of the project's file, under a uuid of its own: the only row the job may time
+    lines = (example / "workloads.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["workload"]["uuid"] = "00000000-0000-4000-8000-00000000beef"
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps(rec) + "\n")
+    out = tmp_path / "timing.json"
+    job = {"target": t, "target_dir": str(example), "kernels": {"start": str(example), "best": str(example)},
+           "device": "cpu", "out": str(out), "reps": 2, "ref_reps": 1, "ref_wl_s": 1.0, "ref_total_s": 5.0,
+           "budget_s": 60.0, "cpu_max_numel": 10**9, "fake_timer": False,
+           "workloads_file": lg.timing_workloads(str(mine), t)}
+    jp = tmp_path / "job.json"
+    jp.write_text(json.dumps(job))
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "loop_gpu.py"), "--timing-job", str(jp)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    state = json.loads(out.read_text())
+    assert [row["uuid"] for row in state["rows"]] == [rec["workload"]["uuid"]], (r.stdout[-2000:], r.stderr[-2000:])
+    row = state["rows"][0]
+    assert row["start"]["correct"] and row["best"]["correct"], row
