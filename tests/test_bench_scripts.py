@@ -276,3 +276,29 @@ def test_the_independent_timer_runs_on_a_workload_file_named_apart_from_the_proj
     assert [row["uuid"] for row in state["rows"]] == [rec["workload"]["uuid"]], (r.stdout[-2000:], r.stderr[-2000:])
     row = state["rows"][0]
     assert row["start"]["correct"] and row["best"]["correct"], row
+
+
+def test_the_mean_latency_and_the_floor_share_are_summed_over_the_workloads_every_source_timed():
+    """The flagship's figures (mean latency a workload start -> best, best's share of the floor and how many
+    workloads sit within 3x of it) come out of the script's summary, each source over the workloads it timed
+    on both kernels, and are printed in the report."""
+    lg = load("loop_gpu")
+    def row(u, s, b, floor):
+        return {"uuid": u, "axes": {"n": u}, "floor_us": floor,
+                "start": {"graph_us": s + 2, "cupti_us": s, "cupti_w_us": s, "cupti_wr_us": s, "correct": True},
+                "best": {"graph_us": b + 2, "cupti_us": b, "cupti_w_us": b, "cupti_wr_us": b, "correct": True}}
+    timing = {"rows": [row("a", 20.0, 10.0, 4.0), row("b", 16.0, 8.0, 0.5),
+                       {"uuid": "c", "axes": {"n": "c"}, "floor_us": 1.0, "start": {"correct": False}, "best": {}}]}
+    ag = {"start": {"a": 21.0, "b": 17.0}, "best": {"a": 11.0}}  # autogk timed b's best nowhere
+    rows, summ = lg.compare_rows(timing, ag)
+    assert summ["mean_us_cupti_wr"] == {"start": 18.0, "best": 9.0, "workloads": 2}
+    assert summ["mean_us_autogk"] == {"start": 21.0, "best": 11.0, "workloads": 1}
+    assert summ["mean_us_graph"] == {"start": 20.0, "best": 11.0, "workloads": 2}
+    fl = summ["best_floor_pct"]   # 4/12 = 33.3 % (within 3x), 0.5/10 = 5 %
+    assert fl["workloads"] == 2 and fl["within3"] == 1 and abs(fl["max"] - 100 / 3) < 1e-9 and fl["min"] == 5.0
+    res = {"args": {"target": "t", "backend": "local"}, "command": "c", "started": "s", "errors": {},
+           "workloads": rows, "summary": summ, "timing": {}}
+    md = lg.markdown(res)
+    assert "autogk (the judge's CUPTI) 21.00 -> 11.00 us (1 workloads)" in md, md
+    assert "independent CUPTI (write flush, own copies) 18.00 -> 9.00 us (2 workloads)" in md, md
+    assert "within 3x of the floor (>= 33.3 %) on 1 of 2" in md, md
