@@ -137,7 +137,7 @@ for step in "$@"; do
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/saproj" --out "$W/sa" \
         > "$W/sa.log" 2>&1
       log sa $?
-      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason" "$W/sa/loop_$t.md" > "$W/sa_summary.txt" 2>/dev/null ;;
+      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/sa/loop_$t.md" > "$W/sa_summary.txt" 2>/dev/null ;;
     satune)
       lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
@@ -148,7 +148,7 @@ for step in "$@"; do
         --max-time $(( lim - 60 )) --grace 20 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
         > "$W/satune.log" 2>&1
       log satune $?
-      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason" "$W/satune/loop_$t.md" > "$W/satune_summary.txt" 2>/dev/null ;;
+      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/satune/loop_$t.md" > "$W/satune_summary.txt" 2>/dev/null ;;
     salong)
       # the long-context set's floor share: start and best of sa's project (or SA_FROM's) timed by loop_gpu.py's
       # independent timer on the target's workloads_long.jsonl, no loop run
@@ -163,7 +163,7 @@ for step in "$@"; do
         --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/salong" \
         > "$W/salong.log" 2>&1
       log salong $?
-      grep -E "floor|geomean|agreement|summed" "$W/salong/loop_$t.md" > "$W/salong_summary.txt" 2>/dev/null ;;
+      grep -E "mean latency|of the physical floor|geomean|agreement" "$W/salong/loop_$t.md" > "$W/salong_summary.txt" 2>/dev/null ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
