@@ -75,6 +75,12 @@ sweep() {
 }
 left() { echo $(( BUDGET - (SECONDS - t0) )); }
 log() { echo "$1 rc=$2 at $(( SECONDS - t0 )) s" | tee -a "$W/times.txt"; }
+# SA_FROM=BUNDLE into $W/saproj (its trunk, experiments and notes), as an absolute path: the fetch runs in
+# the clone, where a relative one missed (session 62)
+restore_sa() {
+  local from; from=$(realpath "$SA_FROM") || return 1
+  git clone -q "$from" "$W/saproj" && git -C "$W/saproj" fetch -q --update-head-ok "$from" '+refs/*:refs/*'
+}
 sweep start
 for step in "$@"; do
   s=${step%%=*}; lim=${step#*=}; [ "$lim" = "$step" ] && lim=""
@@ -118,10 +124,7 @@ for step in "$@"; do
       if [ -n "${SA_FROM:-}" ]; then
         # SA_FROM=BUNDLE: go on in the project an earlier call left (its trunk, experiments and notes), so
         # the attempts its history names are not judged again; only the others are counted in -n
-        SA_FROM=$(realpath "$SA_FROM")  # the fetch below runs in the clone: a relative path missed (session 62)
-        git clone -q "$SA_FROM" "$W/saproj" \
-          && git -C "$W/saproj" fetch -q --update-head-ok "$SA_FROM" '+refs/*:refs/*' \
-          || { log "sa (SA_FROM $SA_FROM not restored)" 1; continue; }
+        restore_sa || { log "sa (SA_FROM $SA_FROM not restored)" 1; continue; }
         hist=$(git -C "$W/saproj" log --all --format=%B); n=0
         for a in $(cat "$W/sa_attempts.txt"); do
           stem=$(basename "$a" .py); case "$hist" in *"[$stem]"*) ;; *) n=$(( n + 1 )) ;; esac
@@ -154,10 +157,7 @@ for step in "$@"; do
       # independent timer on the target's workloads_long.jsonl, no loop run
       lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
-      if [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ]; then
-        SA_FROM=$(realpath "$SA_FROM")
-        git clone -q "$SA_FROM" "$W/saproj" && git -C "$W/saproj" fetch -q --update-head-ok "$SA_FROM" '+refs/*:refs/*'
-      fi
+      [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
       [ -d "$W/saproj/.git" ] || { log "salong (no project from sa or SA_FROM)" 1; continue; }
       timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t --no-iterate --project "$W/saproj" \
         --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/salong" \
