@@ -831,7 +831,7 @@ def main() -> int:
         return timing_main(args.timing_job)
     if args.out is None:
         ap.error("--out DIR is required: the folder for loop_TARGET.md/.json, the logs and the report PNG")
-    timing_workloads(args.timing_workloads, args.target)  # a wrong name fails here, not after the loop
+    wfile = timing_workloads(args.timing_workloads, args.target)  # a wrong name fails here, not after the loop
 
     t0 = time.monotonic()
     out: Path = args.out.resolve()
@@ -1044,7 +1044,7 @@ def main() -> int:
                "device": "cuda" if gpu else "cpu", "out": str(out / f"timing_{tgt}.json"), "reps": args.reps,
                "ref_reps": args.ref_reps, "ref_wl_s": args.ref_wl_s, "ref_total_s": args.ref_total_s,
                "budget_s": args.timing_budget_s, "cpu_max_numel": project.config.bench.cpu_max_numel,
-               "fake_timer": args.fake_timer, "workloads_file": timing_workloads(args.timing_workloads, tgt)}
+               "fake_timer": args.fake_timer, "workloads_file": wfile}
         jp = out / f"timing_job_{tgt}.json"
         jp.write_text(json.dumps(job, indent=1))
         env = cli_env()

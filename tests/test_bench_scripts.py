@@ -4,6 +4,12 @@ parallel_throughput.py's project and its sums of the loop's phases."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from conftest import REPO
 
@@ -144,8 +150,6 @@ def test_the_parallel_benchmark_builds_its_project_and_sums_the_loops_phases(tmp
 
 
 def test_clock_resolution_reads_the_limit_a_windows_calls_allow_from_a_projects_notes(tmp_path):
-    import json
-    import subprocess
     cr = load("clock_resolution")
     repo = tmp_path / "proj"
     run = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=repo,  # noqa: E731
@@ -241,13 +245,6 @@ def test_every_name_a_benchmark_script_takes_from_the_package_exists():
 def test_the_independent_timer_runs_on_a_workload_file_named_apart_from_the_projects(tmp_path):
     """--timing-workloads: the long-context set's floor share is measured by timing start and best on
     the target's other workload file; the timing job reads that file, not the project's."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    import pytest
-
     lg = load("loop_gpu")
     t = "rmsnorm_h4096"
     example = REPO / "autogk_git" / "examples" / t
