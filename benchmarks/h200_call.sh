@@ -28,6 +28,9 @@
 #   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
+#   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the flagship's attempt 20, the trunk since
+#               session 62): each kernel's CUPTI time by position after a write, a read or no flush, on rows of
+#               0-64 valid ids, twice in a row, at NUM_STAGES 1, beside two small kernels (default 150)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
@@ -164,6 +167,11 @@ for step in "$@"; do
         > "$W/salong.log" 2>&1
       log salong $?
       grep -E "mean latency|of the physical floor|geomean|agreement" "$W/salong/loop_$t.md" > "$W/salong_summary.txt" 2>/dev/null ;;
+    fixed)
+      lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
+      k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
+      timeout -k 5 "$lim" python3 benchmarks/sa_fixed_cost.py "$k" --out "$W/fixed.json" > "$W/fixed.log" 2>&1
+      log fixed $? ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
