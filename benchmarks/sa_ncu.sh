@@ -4,7 +4,8 @@
 #     OUT=DIR bash benchmarks/sa_ncu.sh KERNEL.py TOKENS VALID [KERNEL_NAME]
 #
 # Inputs as benchmarks/sa_fixed_cost.py makes them (TOKENS rows, the first VALID ids valid, the rest -1); the
-# call is made three times and the third profiled (--set full, SourceCounters included). Writes under OUT:
+# call is made three times and the third profiled (--set full, SourceCounters included, a warp sampled every
+# 2^(5+NCU_INTERVAL) cycles: 32 by default, so a one-program call still gets thousands of samples). Writes under OUT:
 # ncu.log, details.csv (every section), sass.csv (each SASS instruction with its samples and stall reasons).
 set -u
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ for _ in range(3):
     mod.run(*args)
 torch.cuda.synchronize()
 PY
-ncu --set full --import-source no --kernel-name "$NAME" --launch-skip 2 --launch-count 1 -f -o "$OUT/rep" \
+ncu --set full --sampling-interval ${NCU_INTERVAL:-0} --import-source no --kernel-name "$NAME" --launch-skip 2 --launch-count 1 -f -o "$OUT/rep" \
   python3 "$OUT/one_call.py" > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$?" >> "$OUT/ncu.log"
 ncu --import "$OUT/rep.ncu-rep" --csv --page details > "$OUT/details.csv" 2>> "$OUT/ncu.log"
