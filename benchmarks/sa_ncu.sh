@@ -24,7 +24,7 @@ for _ in range(3):
     mod.run(*args)
 torch.cuda.synchronize()
 PY
-ncu --set full --sampling-interval ${NCU_INTERVAL:-0} --import-source no --kernel-name "$NAME" --launch-skip 2 --launch-count 1 -f -o "$OUT/rep" \
+ncu --set full --warp-sampling-interval ${NCU_INTERVAL:-0} --import-source no --kernel-name "$NAME" --launch-skip 2 --launch-count 1 -f -o "$OUT/rep" \
   python3 "$OUT/one_call.py" > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$?" >> "$OUT/ncu.log"
 ncu --import "$OUT/rep.ncu-rep" --csv --page details > "$OUT/details.csv" 2>> "$OUT/ncu.log"
