@@ -31,6 +31,8 @@
 #   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the flagship's attempt 20, the trunk since
 #               session 62): each kernel's CUPTI time by position after a write, a read or no flush, on rows of
 #               0-64 valid ids, twice in a row, at NUM_STAGES 1, beside two small kernels (default 150)
+#   stages[=S]  benchmarks/sa_stages.py on SA_KERNEL (the same default): each busy attention program's stages by
+#               %globaltimer beside the launch's CUPTI duration (default 120)
 #   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
@@ -172,6 +174,11 @@ for step in "$@"; do
       k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
       timeout -k 5 "$lim" python3 benchmarks/sa_fixed_cost.py "$k" --out "$W/fixed.json" > "$W/fixed.log" 2>&1
       log fixed $? ;;
+    stages)
+      lim=${lim:-120}; [ "$lim" -gt "$L" ] && lim=$L
+      k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
+      timeout -k 5 "$lim" python3 benchmarks/sa_stages.py "$k" --out "$W/stages.json" > "$W/stages.log" 2>&1
+      log stages $? ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
