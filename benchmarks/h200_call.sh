@@ -150,7 +150,9 @@ for step in "$@"; do
       lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
       # without sa's project loop_gpu.py would start a fresh one from the starting kernel (session 62)
-      [ -d "$W/saproj/.git" ] || { log "satune (no project from sa)" 1; continue; }
+      # with no sa step, SA_FROM's project, as salong does (session 63: satune alone found none)
+      [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
+      [ -d "$W/saproj/.git" ] || { log "satune (no project from sa or SA_FROM)" 1; continue; }
       g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
       env $g AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t -n 20 \
         --max-time $(( lim - 60 )) --grace 20 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
