@@ -68,7 +68,7 @@ def test_timing_memory_reaches_the_judge_and_sets_the_calls_a_round():
     import json
 
     from autogk_git.bench.job import settings_for
-    from autogk_git.bench.judge.rounds import calls_per_round
+    from autogk_git.bench.judge.sampling import calls_per_round
 
     folder = Path(__file__).resolve().parents[1] / "autogk_git" / "examples" / "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"
     definition = json.loads((folder / "definition.json").read_text())
@@ -79,3 +79,39 @@ def test_timing_memory_reaches_the_judge_and_sets_the_calls_a_round():
         cfg = config.parse({"bench": {"timing_mem_mb": mb}} if mb else {}, environ={})
         calls[mb] = calls_per_round({"definition": definition, "settings": settings_for(cfg)}, wl)
     assert calls == {None: 10, 4096: 30}
+
+
+def test_a_large_timing_memory_is_cut_to_the_gpus_free_memory_not_run_out_of_it():
+    # The 23 contest-shaped sparse-attention workloads hold ~624 MB a set (a pool of 8462 pages). On an H100
+    # (77 GiB free), timing_mem_mb = 8192 asked for 13 calls a round, and a round holds every workload's sets
+    # until the next: every experiment ended HARNESS_ERROR, out of memory (2026-12-07). The judge now cuts the
+    # calls to what fits, never below 2; the default (2 calls there) ran, and is left as it is.
+    import json
+
+    from autogk_git.bench.job import settings_for
+    from autogk_git.bench.judge import sampling
+
+    folder = Path(__file__).resolve().parents[1] / "autogk_git" / "examples" / "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
+    definition = json.loads((folder / "definition.json").read_text())
+    wls = [json.loads(x)["workload"] for x in (folder / "workloads.jsonl").read_text().splitlines() if x.strip()]
+    free = 77 << 30
+
+    def plan(mb, free_bytes):
+        cfg = config.parse({"bench": {"timing_mem_mb": mb}} if mb else {}, environ={})
+        job = {"definition": definition, "settings": settings_for(cfg)}
+        calls = sampling.calls_within(job, wls, free_bytes)
+        size = {wl["uuid"]: sampling.set_bytes(job, wl) for wl in wls}
+        held = [(calls[u][0] + 1) * size[u] for u in calls]
+        return calls, sum(held) + sampling.HELD_COPIES * max(held)
+
+    asked, asked_peak = plan(8192, None)  # what the judge used to plan: no cut
+    # 13 on the 20 workloads of 8462 pages, all 30 (reps) on the 3 of 24 pages
+    assert sorted({n for n, _ in asked.values()}) == [13, 30] and asked_peak > 2 * free
+    cut, peak = plan(8192, free)
+    assert peak <= sampling.MEM_SHARE * free
+    assert {a for n, a in cut.values() if n < a} == {13}  # the large sets cut; the record keeps what was asked
+    assert min(n for n, _ in cut.values()) >= 2
+    default, _ = plan(None, free)  # the default: 2 calls on the large sets, nothing cut
+    assert all(n == a for n, a in default.values()) and sorted({n for n, _ in default.values()})[0] == 2
+    tiny = plan(8192, 1 << 30)[0]  # a GPU with almost nothing free: every workload at the floor of 2
+    assert {n for n, _ in tiny.values()} == {2}

@@ -190,6 +190,8 @@ def run_timed(job: dict, kernels: dict, inputs: Inputs, reference, device: str, 
         c.update(latency_us=stats.median(f["candidate"]), host_latency_us=stats.median(f["host_candidate"]),
                  samples_us=[round(x, 4) for x in f["candidate"]], method=f.get("method"),
                  calls_per_round=f["calls"], rounds=len(f["log_ratio"]))
+        if "calls_asked" in f:  # fewer than timing_mem_mb asked for: the GPU's free memory (sampling.calls_within)
+            c["calls_asked"] = f["calls_asked"]
         if f.get("witness"):  # the candidate as the judge's own clock saw it (clock.clock_failure)
             w = f["witness"]
             if w.get("net"):  # net of each label's own flushes: a measurement, not a verdict's figure

@@ -17,6 +17,8 @@ import math
 import random
 import time
 
+import torch
+
 from .calls import HostTimer, KernelFailure, device_timer
 from .checks import stress_a_timed_set
 from .clock import EARLY_TRIES, clock_failure, early_failure, interference_failure, paired_figures
@@ -24,7 +26,7 @@ from .inputs import HarnessFailure, Inputs, make_inputs, resolve_axes
 from .kernels import LIMITS, RemoteKernel, arm, others_stopped
 from .label_window import TimedKernel, label_failure, time_label
 from .phases import phase
-from .sampling import calls_per_round, cross_check, verify_plan
+from .sampling import calls_within, cross_check, verify_plan
 from .status import Status
 from .tenants import Watch, name_strangers
 from .witness import Early
@@ -138,6 +140,16 @@ def gpu_watch(device: str, base: TimedKernel, cand: TimedKernel) -> Watch | None
     return watch
 
 
+def free_device_bytes(device: str) -> int | None:
+    """The GPU's free memory in bytes as the rounds start (sampling.calls_within); None off a GPU."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    except (RuntimeError, AssertionError):
+        return None
+
+
 def watched_failure(watch: Watch | None, base: TimedKernel, cand: TimedKernel) -> tuple | None:
     """(label, failure) where the watch saw a process of a kernel's own on the GPU: the candidate's first."""
     for tk in (cand, base):
@@ -170,8 +182,17 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         with others_stopped():
             job = {**job, "settings": {**settings, "quiet_flush_us": round(quiet(), 3)}}
         settings = job["settings"]
+    calls = calls_within(job, [wl for _, wl in wls], free_device_bytes(device))
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
-                        "log_ratio": [], "calls": calls_per_round(job, wl)} for _, wl in wls}
+                        "log_ratio": [], "calls": calls[wl["uuid"]][0]} for _, wl in wls}
+    capped = {u: c for u, c in calls.items() if c[0] < c[1]}
+    for u, (n, asked) in capped.items():
+        fig[u]["calls_asked"] = asked
+    if capped:
+        n, asked = min(capped.values())
+        emit(event="round", message=f"timed calls a round cut to fit the GPU's free memory on {len(capped)} "
+             f"workload(s) (to {n} where timing_mem_mb asks for {asked}): a round holds every workload's "
+             "input sets until the next")
     failures: dict[str, tuple[str, KernelFailure]] = {}
     clocked: set[str] = set()  # workloads the judge's clock condemned (tenants.name_strangers)
     tried: dict[str, set] = {}

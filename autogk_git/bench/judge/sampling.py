@@ -13,14 +13,50 @@ from .checks import check_outputs, read_flags, relabel, same_bits_flag
 from .inputs import reference_outputs, resolve_axes, tensor_bytes
 
 
-def calls_per_round(job: dict, wl: dict) -> int:
-    """Timed calls per round, each on its own input set, within a memory budget."""
-    settings = job.get("settings", {})
+# What the timed sets of a round may take of the device's free memory (read when the rounds start). The
+# judge holds every workload's sets of a round until the next (the parent is timed on the candidate's sets
+# of the round before: rounds.py), and the workload being timed holds about HELD_COPIES more of its own
+# (the parent's sets, the values saved to check them unchanged, the blank copies a kernel's process fills).
+# `timing_mem_mb` is a budget a workload; without this cap a large one ran the GPU out of memory on every
+# experiment (H100, 2026-12-07: 8192 MB on the 23 sparse-attention workloads of ~624 MB a set).
+MEM_SHARE = 0.8
+HELD_COPIES = 3
+
+
+def set_bytes(job: dict, wl: dict) -> int:
+    """Bytes of one input set and its outputs."""
     axes = resolve_axes(job["definition"], wl)
-    nbytes = sum(tensor_bytes(job["definition"], axes, "inputs").values()) + \
+    return sum(tensor_bytes(job["definition"], axes, "inputs").values()) + \
         sum(tensor_bytes(job["definition"], axes, "outputs").values())
+
+
+def calls_per_round(job: dict, wl: dict) -> int:
+    """Timed calls per round, each on its own input set, within the `timing_mem_mb` budget a workload."""
+    settings = job.get("settings", {})
     budget = int(settings.get("timing_mem_bytes", 1 << 30))
-    return max(2, min(int(settings.get("reps", 30)), budget // max(1, nbytes)))
+    return max(2, min(int(settings.get("reps", 30)), budget // max(1, set_bytes(job, wl))))
+
+
+def calls_within(job: dict, wls: list[dict], free_bytes: int | None) -> dict[str, tuple[int, int]]:
+    """Per workload uuid: (timed calls a round, the calls `calls_per_round` asked for). With the device's free
+    memory known, calls are taken back, one at a time from the workload whose sets hold the most, until a
+    round's sets (a set and a warm-up set a call, every workload's held until the next round, HELD_COPIES
+    more of the largest) fit MEM_SHARE of it; never below 2 calls, which the judge needs (rounds.py)."""
+    asked = {wl["uuid"]: calls_per_round(job, wl) for wl in wls}
+    calls = dict(asked)
+    if free_bytes is None or not wls:
+        return {u: (calls[u], asked[u]) for u in calls}
+    size = {wl["uuid"]: set_bytes(job, wl) for wl in wls}
+    held = {u: (calls[u] + 1) * size[u] for u in calls}
+    total = sum(held.values())
+    while total + HELD_COPIES * max(held.values()) > MEM_SHARE * free_bytes:
+        u = max((u for u in calls if calls[u] > 2), key=lambda u: held[u], default=None)
+        if u is None:
+            break
+        calls[u] -= 1
+        total -= size[u]
+        held[u] -= size[u]
+    return {u: (calls[u], asked[u]) for u in calls}
 
 
 def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
