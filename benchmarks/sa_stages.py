@@ -76,14 +76,16 @@ def timed_module(kernel: Path, where: Path):
 def launch(mod, args, dbg):
     qn, qp, ckv, kpe, idx, sm_scale, out, lse = args
     t, heads, dc = qn.shape
-    bn = mod.FEW_BLOCK_N if t <= mod.FEW_TOKENS else mod.BLOCK_N
+    few = t <= mod.FEW_TOKENS
+    bn = mod.FEW_BLOCK_N if few else mod.BLOCK_N
+    warps = getattr(mod, "FEW_NUM_WARPS", mod.NUM_WARPS) if few else mod.NUM_WARPS  # attempt 23 on
     blocks = idx.shape[1] // bn
     part_o = torch.empty((t, blocks, heads, dc), dtype=torch.float32, device="cuda")
     part_lse = torch.empty((t, blocks, heads), dtype=torch.float32, device="cuda")
     mod._attend_block_timed[(t, blocks)](
         dbg, qn, qp, ckv, kpe, idx, out, lse, part_o, part_lse, float(sm_scale) * mod.LOG2E, ckv.numel() // dc,
         TOPK=idx.shape[1], H=heads, DC=dc, DP=qp.shape[-1], BLOCK_N=bn, DOT_DTYPE=mod._DOT_DTYPE,
-        num_warps=mod.NUM_WARPS, num_stages=mod.NUM_STAGES)
+        num_warps=warps, num_stages=mod.NUM_STAGES)
     return blocks
 
 
