@@ -177,7 +177,7 @@ def cupti_median(fn, flush: Flush, reps: int) -> float:
 
 def cupti_median_rotated(run, args: list, alloc_outs, flush, reps: int, mem_bytes: int = 1 << 30) -> tuple[float, int]:
     """cupti_median with each call on its own copy of the inputs and outputs, in turn, as many copies as
-    the judge's window holds within its memory budget (bench/judge/rounds.py calls_per_round: at least 2,
+    the judge's window holds within its memory budget (bench/judge/sampling.py calls_per_round: at least 2,
     at most reps): the judge's conditions, where a workload larger than the L2 meets its pages afresh.
     Returns (median microseconds, copies)."""
     outs0 = alloc_outs()

@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from autogk_git.bench.judge import stats  # noqa: E402
 from autogk_git.bench.judge import timer as timing
-from autogk_git.bench.judge import calls, process, rounds  # noqa: E402
+from autogk_git.bench.judge import calls, process, rounds, sampling  # noqa: E402
 from autogk_git.bench.judge import files as jfiles  # noqa: E402
 from autogk_git.bench.judge import inputs as jinputs
 
@@ -146,7 +146,7 @@ def sec_timers(args) -> dict:
             per_round, host = [], []
             t0 = time.perf_counter()
             for r in range(args.timer_rounds):
-                n = rounds.calls_per_round(job, w)
+                n = sampling.calls_per_round(job, w)
                 sets = [jinputs.make_inputs(inputs, w, r * 1000 + k, on_device=True) for k in range(n)]
                 warm = jinputs.make_inputs(inputs, w, r * 1000 + n, on_device=True)
                 t, _ = rounds.time_label(tk, sets, warm, job, w, ref, "cuda", random.Random(r), timer)
