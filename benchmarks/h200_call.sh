@@ -28,6 +28,8 @@
 #   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
+#   ixlong[=S]  the same for the top-k indexer: start and best of IX_FROM's project (a bundle of an indexer
+#               project under benchmarks/results/) on the indexer's workloads_long.jsonl (default 200)
 #   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the flagship's attempt 20, the trunk since
 #               session 62): each kernel's CUPTI time by position after a write, a read or no flush, on rows of
 #               0-64 valid ids, twice in a row, at NUM_STAGES 1, beside two small kernels (default 150)
@@ -171,6 +173,17 @@ for step in "$@"; do
         > "$W/salong.log" 2>&1
       log salong $?
       grep -E "mean latency|of the physical floor|geomean|agreement" "$W/salong/loop_$t.md" > "$W/salong_summary.txt" 2>/dev/null ;;
+    ixlong)
+      lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
+      t=dsa_topk_indexer_fp8_h64_d128_topk2048_ps64
+      from=$(realpath "${IX_FROM:-}" 2>/dev/null) && [ -f "$from" ] || { log "ixlong (no IX_FROM bundle)" 1; continue; }
+      git clone -q "$from" "$W/ixproj" && git -C "$W/ixproj" fetch -q --update-head-ok "$from" '+refs/*:refs/*' \
+        || { log "ixlong (IX_FROM not restored)" 1; continue; }
+      timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t --no-iterate --project "$W/ixproj" \
+        --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/ixlong" \
+        > "$W/ixlong.log" 2>&1
+      log ixlong $?
+      grep -E "mean latency|of the physical floor|geomean|agreement" "$W/ixlong/loop_$t.md" > "$W/ixlong_summary.txt" 2>/dev/null ;;
     fixed)
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
       k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
@@ -212,7 +225,7 @@ for step in "$@"; do
   esac
   sweep "after $s"
 done
-tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' -C /tmp "$NAME" 2>/dev/null
+tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' --exclude='ixproj' -C /tmp "$NAME" 2>/dev/null
 cat "$W/times.txt"
 [ -f "$W/gpu_tests.txt" ] && grep -E "PASSED|FAILED|SKIPPED|XFAIL|ERROR|passed|failed" "$W/gpu_tests.txt" | tail -25
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
