@@ -269,26 +269,25 @@ def ceilings() -> dict:
     return {"copy_bytes_per_s": bw, "bf16_flops": bf16, "fp8_flops": fp8}
 
 
+_FLOORS: dict = {}
+
+
+def target_floor(key: str):
+    """The bundled target's own `floor(inputs, axes, definition)` (its inputs.py), which the judge's floor report
+    uses: for the indexer, a row of at most 2048 tokens needs none of its keys (it keeps every token)."""
+    if key not in _FLOORS:
+        _FLOORS[key] = load_module(f"floor_{key}", EXAMPLES / TARGETS[key] / "inputs.py").floor
+    return _FLOORS[key]
+
+
 def floor_us(key: str, inputs: dict, out: list, ceil: dict) -> tuple[float, int, float]:
-    """(floor in us, bytes, flops) for one input set."""
-    if key == "sa":
-        idx = inputs["sparse_indices"]
-        valid = idx[idx >= 0]
-        rows = torch.unique(valid).numel()
-        t = idx.shape[0]
-        nbytes = rows * (512 + 64) * 2 + t * 16 * 576 * 2 + idx.numel() * 4 + t * 16 * (512 * 2 + 4)
-        flops = valid.numel() * 16 * 2 * (576 + 512)
-        rate = ceil["bf16_flops"]
-    else:
-        sl = inputs["seq_lens"].to(torch.int64)
-        table = inputs["block_table"].to(torch.int64)
-        pages_per_row = (sl + 63) // 64
-        cols = torch.arange(table.shape[1], device=table.device)
-        pages = torch.unique(table[cols[None, :] < pages_per_row[:, None]]).numel()
-        b = sl.numel()
-        nbytes = pages * 64 * 132 + b * (64 * 128 + 64 * 4 + 4 + table.shape[1] * 4 + 2048 * 4)
-        flops = int(sl.sum()) * 64 * 128 * 2
-        rate = ceil["fp8_flops"] or ceil["bf16_flops"]
+    """(floor in us, bytes, flops) for one input set: max(the target's bytes / copy bandwidth, its FLOPs /
+    the matmul rate of its dtype). Until 2026-12-07 this script had its own rule for the indexer, which
+    scored every row and so put the floor of a batch of short rows above a kernel that skips them (241 %
+    of the floor on the long set's 2048 rows of at most 2048 tokens)."""
+    f = target_floor(key)(inputs, {}, {})
+    nbytes, flops = int(f["bytes"]), int(f["flops"])
+    rate = ceil["bf16_flops"] if key == "sa" else (ceil["fp8_flops"] or ceil["bf16_flops"])
     t_us = max(nbytes / ceil["copy_bytes_per_s"], flops / rate) * 1e6
     return t_us, nbytes, flops
 

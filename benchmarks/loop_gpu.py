@@ -498,7 +498,7 @@ def timing_main(job_path: Path) -> int:
                 if dsa_key:
                     fl, nbytes, flops = dsa.floor_us(dsa_key, named, outs0, ceil)
                     rec.update(floor_us=fl, floor_bytes=nbytes, floor_flops=flops,
-                               floor_rule="dsa_bench.floor_us: max(bytes / copy bandwidth, FLOPs / matmul rate)")
+                               floor_rule="dsa_bench.floor_us: the target's own floor(), max(bytes / copy bandwidth, FLOPs / matmul rate)")
                 else:
                     nbytes, rule = jinputs.floor_bytes(definition, axes)
                     rec.update(floor_us=nbytes / ceil["copy_bytes_per_s"] * 1e6, floor_bytes=nbytes,

@@ -299,3 +299,30 @@ def test_the_mean_latency_and_the_floor_share_are_summed_over_the_workloads_ever
     assert "autogk (the judge's CUPTI) 21.00 -> 11.00 us (1 workloads)" in md, md
     assert "independent CUPTI (write flush, own copies) 18.00 -> 9.00 us (2 workloads)" in md, md
     assert "within 3x of the floor (>= 33.3 %) on 1 of 2" in md, md
+
+
+def test_the_indexers_floor_is_the_targets_own_so_short_rows_need_no_keys():
+    # The long set's 2048 rows of at most 2048 tokens (max_num_pages 32): a kernel keeps every token of
+    # such a row without reading a key or scoring one, yet this script's own rule charged every row its
+    # scores (34 GFLOP): a 24.5 us floor under the H100's 10.1 us best (241 % of the floor, 2026-12-07).
+    import torch
+
+    dsa = load("dsa_bench")
+    ix = dsa.TARGETS["ix"]
+    folder = dsa.EXAMPLES / ix
+    definition = json.loads((folder / "definition.json").read_text())
+    wl = next(json.loads(x)["workload"] for x in (folder / "workloads_long.jsonl").read_text().splitlines()
+              if json.loads(x)["workload"]["axes"].get("batch_size") == 2048)
+    gen = dsa.load_module("ix_inputs", folder / "inputs.py")
+    axes = dsa.resolve_axes(definition, wl)
+    x = gen.generate(dict(axes), definition, 0, "cpu", workload=wl)
+    assert int(x["seq_lens"].max()) <= 2048
+    ceil = {"copy_bytes_per_s": 3e12, "bf16_flops": 7.5e14, "fp8_flops": 1.4e15}
+    us, nbytes, flops = dsa.floor_us("ix", x, [], ceil)
+    own = gen.floor(x, axes, definition)
+    assert (nbytes, flops) == (own["bytes"], own["flops"]) and flops == 0
+    assert us == pytest.approx(own["bytes"] / 3e12 * 1e6) and us < 10.1
+    sa = dsa.load_module("sa_inputs", dsa.EXAMPLES / dsa.TARGETS["sa"] / "inputs.py")
+    idx = torch.tensor([[0, 5, -1, 7], [-1, -1, -1, -1]], dtype=torch.int32)  # the sparse attention's own rule too
+    q = {"sparse_indices": idx}
+    assert dsa.floor_us("sa", q, [], ceil)[1:] == (sa.floor(q, {}, {})["bytes"], sa.floor(q, {}, {})["flops"])
