@@ -326,3 +326,20 @@ def test_the_indexers_floor_is_the_targets_own_so_short_rows_need_no_keys():
     idx = torch.tensor([[0, 5, -1, 7], [-1, -1, -1, -1]], dtype=torch.int32)  # the sparse attention's own rule too
     q = {"sparse_indices": idx}
     assert dsa.floor_us("sa", q, [], ceil)[1:] == (sa.floor(q, {}, {})["bytes"], sa.floor(q, {}, {})["flops"])
+
+
+@pytest.mark.parametrize("kernel", ["20_few_tokens_narrow_blocks.py", "22_four_k_chains.py"])
+def test_the_stage_probe_finds_each_line_it_times_in_the_flagship_kernels(kernel, tmp_path):
+    # sa_stages.py edits the kernel's text at five places; a kernel it cannot edit is refused with the line,
+    # so a later attempt that moved one is told apart from a probe that timed the wrong place.
+    stages = load("sa_stages")
+    path = REPO / "benchmarks" / "flagship" / "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64" / kernel
+    if not path.exists():
+        path = path.parent / "tried" / kernel
+    mod = stages.timed_module(path, tmp_path)
+    text = (tmp_path / "sa_timed_kernel.py").read_text()
+    assert hasattr(mod, "_attend_block_timed") and text.count("_now(") == 7  # the helper and its six reads
+    broken = tmp_path / "moved.py"
+    broken.write_text(path.read_text().replace("m_i = m_new", "m_i = tl.maximum(m_new, m_i)"))
+    with pytest.raises(SystemExit, match="m_i = m_new"):
+        stages.timed_module(broken, tmp_path)
