@@ -860,3 +860,33 @@ def test_a_kernels_triton_cache_is_made_afresh_each_job(tmp_path):
     finally:
         for k in made:
             kernels._CHILDREN.remove(k)
+
+
+def test_the_calls_a_round_are_cut_to_the_devices_free_memory_and_the_record_says_so(monkeypatch):
+    # A round keeps every workload's input sets until the next, so the judge fits the calls to the GPU's
+    # free memory (sampling.calls_within; read on a GPU only, so faked here): 4 asked, 2 fit.
+    from autogk_git.bench.judge import sampling
+
+    j = job("ab")
+    b = [sampling.set_bytes(j, wl) for wl in j["workloads"]]
+    at_two = sampling.round_bytes(j, j["workloads"], {wl["uuid"]: 2 for wl in j["workloads"]})
+    assert at_two == 3 * sum(b) + sampling.HELD_COPIES * 3 * max(b)
+    for free, warned in ((int(at_two / sampling.MEM_SHARE) + 1, False), (1, True)):  # 2 calls just fit; none
+        monkeypatch.setattr(rounds, "free_device_bytes", lambda device, free=free: free)
+        recs, said = {}, []
+
+        def emit(**r):
+            ev = r.pop("event")
+            if ev == "done":
+                recs[f"{r['label']}:{r['uuid']}"] = r
+            elif ev == "round":
+                said.append(r.get("message", ""))
+
+        process.run_timed(j, {"parent": (honest, None), "candidate": (honest, None)}, jinputs.Inputs(j, "cpu", None),
+                          jinputs.load_reference(DEF), "cpu", None, emit)
+        for wl in j["workloads"]:
+            c = recs[f"candidate:{wl['uuid']}"]
+            assert c["status"] == "PASSED" and c["calls_per_round"] == 2 and c["calls_asked"] == 4
+        assert any("cut to fit the GPU's free memory on 2 workload(s) (to 2 where timing_mem_mb asks for 4)" in m
+                   for m in said)
+        assert any("may fail with CUDA out of memory" in m for m in said) == warned

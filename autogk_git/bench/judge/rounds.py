@@ -26,7 +26,7 @@ from .inputs import HarnessFailure, Inputs, make_inputs, resolve_axes
 from .kernels import LIMITS, RemoteKernel, arm, others_stopped
 from .label_window import TimedKernel, label_failure, time_label
 from .phases import phase
-from .sampling import calls_within, cross_check, verify_plan
+from .sampling import MEM_SHARE, calls_within, cross_check, round_bytes, verify_plan
 from .status import Status
 from .tenants import Watch, name_strangers
 from .witness import Early
@@ -182,7 +182,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         with others_stopped():
             job = {**job, "settings": {**settings, "quiet_flush_us": round(quiet(), 3)}}
         settings = job["settings"]
-    calls = calls_within(job, [wl for _, wl in wls], free_device_bytes(device))
+    free = free_device_bytes(device)
+    calls = calls_within(job, [wl for _, wl in wls], free)
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
                         "log_ratio": [], "calls": calls[wl["uuid"]][0]} for _, wl in wls}
     capped = {u: c for u, c in calls.items() if c[0] < c[1]}
@@ -193,6 +194,11 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         emit(event="round", message=f"timed calls a round cut to fit the GPU's free memory on {len(capped)} "
              f"workload(s) (to {n} where timing_mem_mb asks for {asked}): a round holds every workload's "
              "input sets until the next")
+    need = round_bytes(job, [wl for _, wl in wls], {u: c[0] for u, c in calls.items()}) if free else 0
+    if free and need > MEM_SHARE * free:
+        emit(event="round", message=f"a round's input sets need ~{need / 2**30:.1f} GiB at 2 calls a workload, "
+             f"over {MEM_SHARE:.0%} of the GPU's {free / 2**30:.1f} GiB free: workloads may fail with CUDA out of "
+             "memory (fewer workloads a job, or a larger GPU)")
     failures: dict[str, tuple[str, KernelFailure]] = {}
     clocked: set[str] = set()  # workloads the judge's clock condemned (tenants.name_strangers)
     tried: dict[str, set] = {}

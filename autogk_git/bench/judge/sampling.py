@@ -48,15 +48,25 @@ def calls_within(job: dict, wls: list[dict], free_bytes: int | None) -> dict[str
         return {u: (calls[u], asked[u]) for u in calls}
     size = {wl["uuid"]: set_bytes(job, wl) for wl in wls}
     held = {u: (calls[u] + 1) * size[u] for u in calls}
-    total = sum(held.values())
-    while total + HELD_COPIES * max(held.values()) > MEM_SHARE * free_bytes:
+    while _peak(held.values()) > MEM_SHARE * free_bytes:
         u = max((u for u in calls if calls[u] > 2), key=lambda u: held[u], default=None)
         if u is None:
             break
         calls[u] -= 1
-        total -= size[u]
         held[u] -= size[u]
     return {u: (calls[u], asked[u]) for u in calls}
+
+
+def _peak(held) -> int:
+    """A round's most bytes from each workload's held sets: all of them, and HELD_COPIES more of the largest."""
+    held = list(held)
+    return sum(held) + HELD_COPIES * max(held) if held else 0
+
+
+def round_bytes(job: dict, wls: list[dict], calls: dict[str, int]) -> int:
+    """What a round's sets hold at most under `calls` (the sum calls_within fits): where even 2 calls a
+    workload exceed MEM_SHARE of the free memory, the judge says so before it runs out of it."""
+    return _peak((calls[wl["uuid"]] + 1) * set_bytes(job, wl) for wl in wls)
 
 
 def verify_plan(settings: dict, uuids: list[str], rng: random.Random) -> dict:
