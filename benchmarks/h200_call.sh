@@ -88,6 +88,14 @@ restore_sa() {
   local from; from=$(realpath "$SA_FROM") || return 1
   git clone -q "$from" "$W/saproj" && git -C "$W/saproj" fetch -q --update-head-ok "$from" '+refs/*:refs/*'
 }
+# STEP PROJECT: start and best of PROJECT (target $t) timed on the target's workloads_long.jsonl by loop_gpu.py's
+# independent timer, no loop run, within $lim; its summary lines in STEP_summary.txt (salong, ixlong)
+time_long() {
+  timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target "$t" --no-iterate --project "$2" \
+    --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/$1" > "$W/$1.log" 2>&1
+  log "$1" $?
+  grep -E "mean latency|of the physical floor|geomean|agreement" "$W/$1/loop_$t.md" > "$W/$1_summary.txt" 2>/dev/null
+}
 sweep start
 for step in "$@"; do
   s=${step%%=*}; lim=${step#*=}; [ "$lim" = "$step" ] && lim=""
@@ -168,22 +176,14 @@ for step in "$@"; do
       t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
       [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
       [ -d "$W/saproj/.git" ] || { log "salong (no project from sa or SA_FROM)" 1; continue; }
-      timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t --no-iterate --project "$W/saproj" \
-        --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/salong" \
-        > "$W/salong.log" 2>&1
-      log salong $?
-      grep -E "mean latency|of the physical floor|geomean|agreement" "$W/salong/loop_$t.md" > "$W/salong_summary.txt" 2>/dev/null ;;
+      time_long salong "$W/saproj" ;;
     ixlong)
       lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_topk_indexer_fp8_h64_d128_topk2048_ps64
       from=$(realpath "${IX_FROM:-}" 2>/dev/null) && [ -f "$from" ] || { log "ixlong (no IX_FROM bundle)" 1; continue; }
       git clone -q "$from" "$W/ixproj" && git -C "$W/ixproj" fetch -q --update-head-ok "$from" '+refs/*:refs/*' \
         || { log "ixlong (IX_FROM not restored)" 1; continue; }
-      timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t --no-iterate --project "$W/ixproj" \
-        --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/ixlong" \
-        > "$W/ixlong.log" 2>&1
-      log ixlong $?
-      grep -E "mean latency|of the physical floor|geomean|agreement" "$W/ixlong/loop_$t.md" > "$W/ixlong_summary.txt" 2>/dev/null ;;
+      time_long ixlong "$W/ixproj" ;;
     fixed)
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
       k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
