@@ -79,7 +79,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "timing_mem_mb": Key(int, 1024, "MB of inputs and outputs one round's timed calls of one workload may hold "
                              "(each call gets its own input set): a workload whose call holds more than "
                              "1/reps of it gets fewer calls a round, so noisier rounds; cut further, never below 2, where a "
-                             "round's sets of every workload would not fit 80% of the GPU's memory",
+                             "round's sets of every workload would not fit 80% of the GPU's free memory",
                              check=_pos, rule="> 0"),
         "clock_null_window": Key(bool, False, "the judge's clock also times each label's null window (the same "
                                  "window, no call in it) and records the pair's figure less each process's fixed "

@@ -81,11 +81,11 @@ def test_timing_memory_reaches_the_judge_and_sets_the_calls_a_round():
     assert calls == {None: 10, 4096: 30}
 
 
-def test_a_large_timing_memory_is_cut_to_the_gpus_memory_not_run_out_of_it():
+def test_a_large_timing_memory_is_cut_to_the_gpus_free_memory_not_run_out_of_it():
     # The 23 contest-shaped sparse-attention workloads hold ~624 MB a set (a pool of 8462 pages). On an H100
-    # (79 GiB, 77 free), timing_mem_mb = 8192 asked for 13 calls a round, and a round holds every workload's
-    # sets until the next: every experiment ended HARNESS_ERROR, out of memory (2026-12-07). The judge now
-    # cuts the calls to what fits, never below 2; the default (2 calls there) ran, and is left as it is.
+    # (77 GiB free), timing_mem_mb = 8192 asked for 13 calls a round, and a round holds every workload's sets
+    # until the next: every experiment ended HARNESS_ERROR, out of memory (2026-12-07). The judge now cuts the
+    # calls to what fits, never below 2; the default (2 calls there) ran, and is left as it is.
     import json
 
     from autogk_git.bench.job import settings_for
@@ -94,7 +94,7 @@ def test_a_large_timing_memory_is_cut_to_the_gpus_memory_not_run_out_of_it():
     folder = Path(__file__).resolve().parents[1] / "autogk_git" / "examples" / "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
     definition = json.loads((folder / "definition.json").read_text())
     wls = [json.loads(x)["workload"] for x in (folder / "workloads.jsonl").read_text().splitlines() if x.strip()]
-    free = 79 << 30  # an H100's whole memory
+    free = 77 << 30
 
     def plan(mb, free_bytes):
         cfg = config.parse({"bench": {"timing_mem_mb": mb}} if mb else {}, environ={})

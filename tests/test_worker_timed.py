@@ -864,7 +864,7 @@ def test_a_kernels_triton_cache_is_made_afresh_each_job(tmp_path):
 
 def test_the_calls_a_round_are_cut_to_the_devices_free_memory_and_the_record_says_so(monkeypatch):
     # A round keeps every workload's input sets until the next, so the judge fits the calls to the GPU's
-    # memory (sampling.calls_within; read on a GPU only, so faked here): 4 asked, 2 fit.
+    # free memory (sampling.calls_within; read on a GPU only, so faked here): 4 asked, 2 fit.
     from autogk_git.bench.judge import sampling
 
     j = job("ab")
@@ -872,7 +872,7 @@ def test_the_calls_a_round_are_cut_to_the_devices_free_memory_and_the_record_say
     at_two = sampling.round_bytes(j, j["workloads"], {wl["uuid"]: 2 for wl in j["workloads"]})
     assert at_two == 3 * sum(b) + sampling.HELD_COPIES * 3 * max(b)
     for free, warned in ((int(at_two / sampling.MEM_SHARE) + 1, False), (1, True)):  # 2 calls just fit; none
-        monkeypatch.setattr(rounds, "device_memory_bytes", lambda device, free=free: free)
+        monkeypatch.setattr(rounds, "free_device_bytes", lambda device, free=free: free)
         recs, said = {}, []
 
         def emit(**r):
@@ -887,16 +887,6 @@ def test_the_calls_a_round_are_cut_to_the_devices_free_memory_and_the_record_say
         for wl in j["workloads"]:
             c = recs[f"candidate:{wl['uuid']}"]
             assert c["status"] == "PASSED" and c["calls_per_round"] == 2 and c["calls_asked"] == 4
-        assert any("cut to fit the GPU's memory on 2 workload(s) (to 2 where timing_mem_mb asks for 4)" in m
+        assert any("cut to fit the GPU's free memory on 2 workload(s) (to 2 where timing_mem_mb asks for 4)" in m
                    for m in said)
         assert any("may fail with CUDA out of memory" in m for m in said) == warned
-
-
-def test_the_calls_a_round_follow_the_gpus_whole_memory_not_what_a_kernel_left_free(monkeypatch):
-    # The kernels have run their checks when the rounds start: had the judge read the GPU's free memory, a
-    # candidate that took 70 GiB at import would cut every workload to 2 calls a window, where the judge's
-    # own clock confirms least. It reads the whole memory; a kernel that takes memory only runs the judge
-    # out of it (a harness error: nothing kept).
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 << 30, 80 << 30))
-    assert rounds.device_memory_bytes("cuda:0") == 80 << 30
-    assert rounds.device_memory_bytes("cpu") is None

@@ -140,15 +140,12 @@ def gpu_watch(device: str, base: TimedKernel, cand: TimedKernel) -> Watch | None
     return watch
 
 
-def device_memory_bytes(device: str) -> int | None:
-    """The GPU's whole memory in bytes (sampling.calls_within); None off a GPU. Its whole memory, not what is
-    free: the kernels' processes have started by now, and a kernel that took memory at import would
-    otherwise cut every workload's calls to 2, the windows where the judge's clock confirms least; taking
-    memory now only runs the judge out of it (a harness error: nothing kept)."""
+def free_device_bytes(device: str) -> int | None:
+    """The GPU's free memory in bytes as the rounds start (sampling.calls_within); None off a GPU."""
     if not device.startswith("cuda"):
         return None
     try:
-        return int(torch.cuda.mem_get_info(torch.device(device))[1])
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
     except (RuntimeError, AssertionError):
         return None
 
@@ -185,8 +182,8 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         with others_stopped():
             job = {**job, "settings": {**settings, "quiet_flush_us": round(quiet(), 3)}}
         settings = job["settings"]
-    memory = device_memory_bytes(device)
-    calls = calls_within(job, [wl for _, wl in wls], memory)
+    free = free_device_bytes(device)
+    calls = calls_within(job, [wl for _, wl in wls], free)
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
                         "log_ratio": [], "calls": calls[wl["uuid"]][0]} for _, wl in wls}
     capped = {u: c for u, c in calls.items() if c[0] < c[1]}
@@ -194,13 +191,13 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         fig[u]["calls_asked"] = asked
     if capped:
         n, asked = min(capped.values())
-        emit(event="round", message=f"timed calls a round cut to fit the GPU's memory on {len(capped)} "
+        emit(event="round", message=f"timed calls a round cut to fit the GPU's free memory on {len(capped)} "
              f"workload(s) (to {n} where timing_mem_mb asks for {asked}): a round holds every workload's "
              "input sets until the next")
-    need = round_bytes(job, [wl for _, wl in wls], {u: c[0] for u, c in calls.items()}) if memory else 0
-    if memory and need > MEM_SHARE * memory:
+    need = round_bytes(job, [wl for _, wl in wls], {u: c[0] for u, c in calls.items()}) if free else 0
+    if free and need > MEM_SHARE * free:
         emit(event="round", message=f"a round's input sets need ~{need / 2**30:.1f} GiB at 2 calls a workload, "
-             f"over {MEM_SHARE:.0%} of the GPU's {memory / 2**30:.1f} GiB: workloads may fail with CUDA out of "
+             f"over {MEM_SHARE:.0%} of the GPU's {free / 2**30:.1f} GiB free: workloads may fail with CUDA out of "
              "memory (fewer workloads a job, or a larger GPU)")
     failures: dict[str, tuple[str, KernelFailure]] = {}
     clocked: set[str] = set()  # workloads the judge's clock condemned (tenants.name_strangers)

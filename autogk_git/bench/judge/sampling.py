@@ -13,7 +13,7 @@ from .checks import check_outputs, read_flags, relabel, same_bits_flag
 from .inputs import reference_outputs, resolve_axes, tensor_bytes
 
 
-# What the timed sets of a round may take of the device's memory (its whole memory: rounds.py says why). The
+# What the timed sets of a round may take of the device's free memory (read when the rounds start). The
 # judge holds every workload's sets of a round until the next (the parent is timed on the candidate's sets
 # of the round before: rounds.py), and the workload being timed holds about HELD_COPIES more of its own
 # (the parent's sets, the values saved to check them unchanged, the blank copies a kernel's process fills).
@@ -37,18 +37,18 @@ def calls_per_round(job: dict, wl: dict) -> int:
     return max(2, min(int(settings.get("reps", 30)), budget // max(1, set_bytes(job, wl))))
 
 
-def calls_within(job: dict, wls: list[dict], memory_bytes: int | None) -> dict[str, tuple[int, int]]:
-    """Per workload uuid: (timed calls a round, the calls `calls_per_round` asked for). With the device's
+def calls_within(job: dict, wls: list[dict], free_bytes: int | None) -> dict[str, tuple[int, int]]:
+    """Per workload uuid: (timed calls a round, the calls `calls_per_round` asked for). With the device's free
     memory known, calls are taken back, one at a time from the workload whose sets hold the most, until a
     round's sets (a set and a warm-up set a call, every workload's held until the next round, HELD_COPIES
     more of the largest) fit MEM_SHARE of it; never below 2 calls, which the judge needs (rounds.py)."""
     asked = {wl["uuid"]: calls_per_round(job, wl) for wl in wls}
     calls = dict(asked)
-    if memory_bytes is None or not wls:
+    if free_bytes is None or not wls:
         return {u: (calls[u], asked[u]) for u in calls}
     size = {wl["uuid"]: set_bytes(job, wl) for wl in wls}
     held = {u: (calls[u] + 1) * size[u] for u in calls}
-    while _peak(held.values()) > MEM_SHARE * memory_bytes:
+    while _peak(held.values()) > MEM_SHARE * free_bytes:
         u = max((u for u in calls if calls[u] > 2), key=lambda u: held[u], default=None)
         if u is None:
             break
@@ -65,7 +65,7 @@ def _peak(held) -> int:
 
 def round_bytes(job: dict, wls: list[dict], calls: dict[str, int]) -> int:
     """What a round's sets hold at most under `calls` (the sum calls_within fits): where even 2 calls a
-    workload exceed MEM_SHARE of the device's memory, the judge says so before it runs out of it."""
+    workload exceed MEM_SHARE of the free memory, the judge says so before it runs out of it."""
     return _peak((calls[wl["uuid"]] + 1) * set_bytes(job, wl) for wl in wls)
 
 
