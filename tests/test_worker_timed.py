@@ -890,3 +890,13 @@ def test_the_calls_a_round_are_cut_to_the_devices_free_memory_and_the_record_say
         assert any("cut to fit the GPU's free memory on 2 workload(s) (to 2 where timing_mem_mb asks for 4)" in m
                    for m in said)
         assert any("may fail with CUDA out of memory" in m for m in said) == warned
+
+
+@pytest.mark.xfail(strict=True, reason="a known gap: the judge reads the GPU's free memory after the kernels ran their "
+                   "checks, so a kernel that holds memory cuts the windows to 2 calls (read it before they can allocate)")
+def test_a_kernel_that_holds_gpu_memory_cannot_cut_the_windows_to_two_calls(monkeypatch):
+    # The rounds start after the kernels' checks: a candidate that took 70 GiB at import would leave 8 free,
+    # and the calls a round, read from that, would fall to 2 on every workload of the sparse attention, the
+    # windows where the judge's clock confirms least (only the seal checks their figures).
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 << 30, 80 << 30))
+    assert rounds.free_device_bytes("cuda:0") >= 70 << 30
