@@ -109,23 +109,34 @@ def events_median(fn, flush: Flush, reps: int) -> float:
     return statistics.median(times)
 
 
-def split_by_flush_named(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[dict[str, float]]:
-    """Per call, its kernels' device time (us) summed by kernel name: `kernels` are (name, start_us,
-    duration_us) of every kernel seen, flushes included; a call is the kernels between two runs of flush
-    kernels (kernels before the first flush are not a call, nor is a stretch where nothing ran)."""
-    calls: list[dict[str, float]] = []
-    cur: dict[str, float] = {}
+def split_by_flush_ordered(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[list[tuple[str, float]]]:
+    """Per call, its kernels as (name, device us) in launch order: `kernels` are (name, start_us, duration_us)
+    of every kernel seen, flushes included; a call is the kernels between two runs of flush kernels
+    (kernels before the first flush are not a call, nor is a stretch where nothing ran)."""
+    calls: list[list[tuple[str, float]]] = []
+    cur: list[tuple[str, float]] = []
     seen_flush = False
     for name, _, dur in sorted(kernels, key=lambda k: k[1]):
         if name in flush_names:
-            if seen_flush and sum(cur.values()) > 0:
+            if seen_flush and sum(d for _, d in cur) > 0:
                 calls.append(cur)
-            cur, seen_flush = {}, True
+            cur, seen_flush = [], True
         elif seen_flush:
-            cur[name] = cur.get(name, 0.0) + dur
-    if seen_flush and sum(cur.values()) > 0:
+            cur.append((name, dur))
+    if seen_flush and sum(d for _, d in cur) > 0:
         calls.append(cur)
     return calls
+
+
+def split_by_flush_named(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[dict[str, float]]:
+    """Per call, its kernels' device time (us) summed by kernel name (split_by_flush_ordered's calls)."""
+    out = []
+    for call in split_by_flush_ordered(kernels, flush_names):
+        named: dict[str, float] = {}
+        for name, dur in call:
+            named[name] = named.get(name, 0.0) + dur
+        out.append(named)
+    return out
 
 
 def split_by_flush(kernels: list[tuple[str, float, float]], flush_names: set[str]) -> list[float]:

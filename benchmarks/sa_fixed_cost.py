@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dsa_bench import Flush, WriteFlush, _profiled_kernels, load_module  # noqa: E402
+from dsa_bench import Flush, WriteFlush, _profiled_kernels, load_module, split_by_flush_ordered  # noqa: E402
 
 H, DC, DP, TOPK, PAGE = 16, 512, 64, 2048, 64
 
@@ -68,14 +68,9 @@ def per_position(fn, flush, reps: int) -> list[tuple[str, float]]:
             fn()
         flush()
 
-    calls, cur, seen = [], [], False
-    for name, _, dur in sorted(_profiled_kernels(work), key=lambda k: k[1]):
-        if name in flush_names:
-            if seen and cur:
-                calls.append(cur)
-            cur, seen = [], True
-        elif seen:
-            cur.append((name, dur))
+    calls = split_by_flush_ordered(_profiled_kernels(work), flush_names)
+    if len(calls) != reps:
+        raise RuntimeError(f"cupti: {len(calls)} calls found between flushes, {reps} made")
     width = min(len(c) for c in calls)
     return [(calls[0][i][0], statistics.median(c[i][1] for c in calls)) for i in range(width)]
 

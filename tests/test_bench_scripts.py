@@ -32,6 +32,12 @@ def test_a_calls_kernels_are_summed_between_flushes_and_the_flush_is_not_counted
     ks = [("warm", -5.0, 9.0), ("reduce_kernel", 0.0, 30.0), ("reduce_kernel", 31.0, 30.0), ("k", 70.0, 2.0),
           ("reduce_kernel", 80.0, 60.0)]
     assert dsa.split_by_flush(ks, flush) == [2.0]
+    # In launch order, a kernel launched twice in one call kept twice (sa_fixed_cost.py's "run twice" cases);
+    # by name, the two summed.
+    ks = [("reduce_kernel", 0.0, 60.0), ("attend", 70.0, 6.0), ("merge", 80.0, 3.0), ("attend", 90.0, 5.0),
+          ("reduce_kernel", 100.0, 60.0)]
+    assert dsa.split_by_flush_ordered(ks, flush) == [[("attend", 6.0), ("merge", 3.0), ("attend", 5.0)]]
+    assert dsa.split_by_flush_named(ks, flush) == [{"attend": 11.0, "merge": 3.0}]
 
 
 def test_the_cupti_agreement_is_read_on_its_own_figures_beside_the_graph_timer():
