@@ -30,8 +30,8 @@
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
 #   ixlong[=S]  the same for the top-k indexer: start and best of IX_FROM's project (a bundle of an indexer
 #               project under benchmarks/results/) on the indexer's workloads_long.jsonl (default 200)
-#   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the flagship's attempt 20, the trunk since
-#               session 62): each kernel's CUPTI time by position after a write, a read or no flush, on rows of
+#   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the shipped best sparse-attention kernel, the flagship's
+#               trunk): each kernel's CUPTI time by position after a write, a read or no flush, on rows of
 #               0-64 valid ids, twice in a row, at NUM_STAGES 1, beside two small kernels (default 150)
 #   stages[=S]  benchmarks/sa_stages.py on SA_KERNEL (the same default): each busy attention program's stages by
 #               %globaltimer beside the launch's CUPTI duration (default 120)
@@ -96,6 +96,8 @@ time_long() {
   log "$1" $?
   grep -E "mean latency|of the physical floor|geomean|agreement" "$W/$1/loop_$t.md" > "$W/$1_summary.txt" 2>/dev/null
 }
+# the kernel file the fixed and stages steps probe: the shipped best sparse-attention kernel (the flagship's trunk)
+SA_KERNEL=${SA_KERNEL:-autogk_git/best_kernels/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/kernel.py}
 sweep start
 for step in "$@"; do
   s=${step%%=*}; lim=${step#*=}; [ "$lim" = "$step" ] && lim=""
@@ -186,13 +188,11 @@ for step in "$@"; do
       time_long ixlong "$W/ixproj" ;;
     fixed)
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
-      k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
-      timeout -k 5 "$lim" python3 benchmarks/sa_fixed_cost.py "$k" --out "$W/fixed.json" > "$W/fixed.log" 2>&1
+      timeout -k 5 "$lim" python3 benchmarks/sa_fixed_cost.py "$SA_KERNEL" --out "$W/fixed.json" > "$W/fixed.log" 2>&1
       log fixed $? ;;
     stages)
       lim=${lim:-120}; [ "$lim" -gt "$L" ] && lim=$L
-      k=${SA_KERNEL:-benchmarks/flagship/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/20_few_tokens_narrow_blocks.py}
-      timeout -k 5 "$lim" python3 benchmarks/sa_stages.py "$k" --out "$W/stages.json" > "$W/stages.log" 2>&1
+      timeout -k 5 "$lim" python3 benchmarks/sa_stages.py "$SA_KERNEL" --out "$W/stages.json" > "$W/stages.log" 2>&1
       log stages $? ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
