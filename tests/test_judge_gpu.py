@@ -290,3 +290,17 @@ def test_a_flush_figure_measured_beside_other_gpu_work_is_lowered_by_the_judges_
         busy.time_calls(calls)
     t = busy.time_calls(calls, quiet_flush_us=q)
     assert t["us"] > 0, t
+
+
+def test_a_kernel_that_holds_gpu_memory_does_not_cut_the_calls_a_round():
+    # The candidate leaves 6 GiB free at its import. Read after that, the judge's free memory cut BIG's 10
+    # timed calls a round (2 GiB of sets asked, ~200 MB a set) to 4; read before the kernels start, they stay
+    # 10, and the judge says the memory fell. Whether the rounds then fit is the GPU's to say: passed with
+    # its 10 calls, or out of memory, never passed on windows the candidate shrank.
+    out = run("ab", {"parent": src("honest"), "candidate": src("holds_gpu_memory")}, [BIG],
+              timing_mem_bytes=2 << 30, reps=10)
+    r = out.get("labels", {}).get("candidate", {}).get(BIG["uuid"])
+    if r is not None and r["status"] == Status.PASSED:
+        assert r.get("calls_per_round") == 10 and "calls_asked" not in r, r
+    else:
+        assert "out of memory" in json.dumps(out).lower(), out

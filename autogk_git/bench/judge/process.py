@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from . import folders, forks, hygiene, stats
+from . import folders, forks, hygiene, stats, tenants
 from .calls import short_tb, warm_profiler
 from .checks import set_target
 from .correctness import check_all
@@ -337,7 +337,10 @@ def main(argv: list[str]) -> int:
     _TEMP.append(tmp)
     folders.mark_owner(tmp)
     try:
+        # The GPU's free memory before any kernel's process can take some (rounds.free_device_bytes).
+        free_before = tenants.free_memory() if device.startswith("cuda") else {}
         remote = start_kernels(job, tmp / "kernels", device, emit, only)  # first: they import meanwhile
+        job["gpu_free_before"] = free_before
         emit(event="env", environment=environment(device))
         settings = job.get("settings", {})
         if (device.startswith("cuda") and settings.get("timed") and job.get("stage") == "stride"

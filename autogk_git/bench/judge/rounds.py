@@ -28,7 +28,7 @@ from .label_window import TimedKernel, label_failure, time_label
 from .phases import phase
 from .sampling import MEM_SHARE, calls_within, cross_check, round_bytes, verify_plan
 from .status import Status
-from .tenants import Watch, name_strangers
+from .tenants import Watch, device_uuid, name_strangers
 from .witness import Early
 
 
@@ -140,14 +140,21 @@ def gpu_watch(device: str, base: TimedKernel, cand: TimedKernel) -> Watch | None
     return watch
 
 
-def free_device_bytes(device: str) -> int | None:
-    """The GPU's free memory in bytes as the rounds start (sampling.calls_within); None off a GPU."""
+def free_device_bytes(device: str, before: dict | None = None) -> tuple[int | None, int | None]:
+    """(the GPU's free memory in bytes for sampling.calls_within, as it is now); (None, None) off a GPU.
+
+    The first is `before`'s reading for this GPU (tenants.free_memory, read before any kernel's process
+    started) where it has one: read now, after the kernels' checks, a kernel that holds memory would cut
+    every workload's calls a round to 2, the windows the judge's clock confirms least. Such a kernel now
+    leaves the rounds short of memory instead (the judge says so before they start)."""
     if not device.startswith("cuda"):
-        return None
+        return None, None
     try:
-        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        now = int(torch.cuda.mem_get_info(torch.device(device))[0])
     except (RuntimeError, AssertionError):
-        return None
+        return None, None
+    gpu = device_uuid() if before else ""
+    return (before[gpu] if gpu in (before or {}) else now), now
 
 
 def watched_failure(watch: Watch | None, base: TimedKernel, cand: TimedKernel) -> tuple | None:
@@ -182,7 +189,7 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         with others_stopped():
             job = {**job, "settings": {**settings, "quiet_flush_us": round(quiet(), 3)}}
         settings = job["settings"]
-    free = free_device_bytes(device)
+    free, now = free_device_bytes(device, job.get("gpu_free_before"))
     calls = calls_within(job, [wl for _, wl in wls], free)
     fig = {wl["uuid"]: {base.label: [], cand.label: [], "host_" + base.label: [], "host_" + cand.label: [],
                         "log_ratio": [], "calls": calls[wl["uuid"]][0]} for _, wl in wls}
@@ -199,6 +206,10 @@ def timed_rounds(job: dict, base: TimedKernel, cand: TimedKernel, wls: list[tupl
         emit(event="round", message=f"a round's input sets need ~{need / 2**30:.1f} GiB at 2 calls a workload, "
              f"over {MEM_SHARE:.0%} of the GPU's {free / 2**30:.1f} GiB free: workloads may fail with CUDA out of "
              "memory (fewer workloads a job, or a larger GPU)")
+    elif free and now is not None and need > now:
+        emit(event="round", message=f"the GPU's free memory fell from {free / 2**30:.1f} GiB as the judge started to "
+             f"{now / 2**30:.1f} GiB (held by the kernels' processes or another process) and a round's input sets "
+             f"need ~{need / 2**30:.1f} GiB: workloads may fail with CUDA out of memory")
     failures: dict[str, tuple[str, KernelFailure]] = {}
     clocked: set[str] = set()  # workloads the judge's clock condemned (tenants.name_strangers)
     tried: dict[str, set] = {}

@@ -154,6 +154,27 @@ def nvml_pids(lib) -> set[int] | None:
     return pids
 
 
+class _Memory(ctypes.Structure):  # nvmlMemory_t
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+def free_memory() -> dict[str, int]:
+    """Each GPU's free memory in bytes by NVML's name of it (`GPU-...`, as device_uuid); {} where NVML cannot
+    say. Read without a CUDA context, so the judge can read it before any kernel's process starts."""
+    lib, _ = nvml()
+    n = ctypes.c_uint(0)
+    if lib is None or lib.nvmlDeviceGetCount_v2(ctypes.byref(n)) != 0:
+        return {}
+    free: dict[str, int] = {}
+    for i in range(n.value):
+        dev, name, mem = ctypes.c_void_p(), ctypes.create_string_buffer(96), _Memory()
+        if (lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(i), ctypes.byref(dev)) == 0
+                and lib.nvmlDeviceGetUUID(dev, name, ctypes.c_uint(96)) == 0
+                and lib.nvmlDeviceGetMemoryInfo(dev, ctypes.byref(mem)) == 0):
+            free[name.value.decode(errors="replace")] = int(mem.free)
+    return free
+
+
 def origin(pid: int, ends: set[int], limit: int = 64) -> int | None:
     """The first of `ends` among pid's ancestors (pid itself not counted), by /proc's parent links; None."""
     p = hygiene.parent_pid(pid)
