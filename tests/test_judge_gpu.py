@@ -300,7 +300,8 @@ def test_a_kernel_that_holds_gpu_memory_does_not_cut_the_calls_a_round():
     out = run("ab", {"parent": src("honest"), "candidate": src("holds_gpu_memory")}, [BIG],
               timing_mem_bytes=2 << 30, reps=10)
     r = out.get("labels", {}).get("candidate", {}).get(BIG["uuid"])
-    if r is not None and r["status"] == Status.PASSED:
-        assert r.get("calls_per_round") == 10 and "calls_asked" not in r, r
-    else:
-        assert "out of memory" in json.dumps(out).lower(), out
+    assert r is not None, out
+    if "calls_per_round" in r:  # timed
+        assert r["status"] == Status.PASSED and r["calls_per_round"] == 10 and "calls_asked" not in r, r
+    else:  # checked, then not timed (on an H100, 2026-12-07: passed its checks, not timed)
+        assert "out of memory" in json.dumps(out).lower(), (r.get("message"), out.get("labels", {}).get("parent"))
