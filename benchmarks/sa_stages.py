@@ -49,7 +49,7 @@ EDITS = [
      "        slot = dbg_ptr + (tok64 * NB + blk) * 6\n"
      "        tl.store(slot + 0, t_start)\n        tl.store(slot + 1, t_ids)\n        tl.store(slot + 2, t_gather)\n"
      "        tl.store(slot + 3, t_pv)\n        tl.store(slot + 4, t_end)\n"
-     "        tl.store(slot + 5, tl.sum(busy, axis=0).to(tl.int64))\n"
+     "        tl.store(slot + 5, t_end - t_end + 1)\n"  # a busy program (the busy count gone since attempt 24)
      "    else:\n        t_end = _now(0.0)\n        slot = dbg_ptr + (tok64 * NB + blk) * 6\n"
      "        tl.store(slot + 0, t_start)\n        tl.store(slot + 1, t_ids)\n        tl.store(slot + 4, t_end)\n"),
 ]

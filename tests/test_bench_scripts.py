@@ -334,7 +334,7 @@ def test_the_indexers_floor_is_the_targets_own_so_short_rows_need_no_keys():
     assert dsa.floor_us("sa", q, [], ceil)[1:] == (sa.floor(q, {}, {})["bytes"], sa.floor(q, {}, {})["flops"])
 
 
-@pytest.mark.parametrize("kernel", ["20_few_tokens_narrow_blocks.py", "22_four_k_chains.py"])
+@pytest.mark.parametrize("kernel", ["20_few_tokens_narrow_blocks.py", "24_few_warps_row_count.py"])  # acc; acc0, counts
 def test_the_stage_probe_finds_each_line_it_times_in_the_flagship_kernels(kernel, tmp_path):
     # sa_stages.py edits the kernel's text at five places; a kernel it cannot edit is refused with the line,
     # so a later attempt that moved one is told apart from a probe that timed the wrong place.

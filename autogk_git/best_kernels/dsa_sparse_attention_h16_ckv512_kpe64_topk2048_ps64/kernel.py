@@ -16,7 +16,9 @@ Two launches, neither with a loop over gathers or partials:
   into the slot of its block number, so no program needs a rank. The row is loaded with q and the gather
   and reduced only after the dots (attempt 21). The first dot runs as four independent HMMA chains over
   column quarters of the latent (and one for the rope part), summed by fma, not one chain of 36 dependent
-  steps (attempt 22); the accumulator and the stores are in the same quarters.
+  steps (attempt 22); the accumulator and the stores are in the same quarters. The few-token calls run
+  the attention at FEW_NUM_WARPS = 4 warps (attempt 23). Whether the token is this block alone is two counts
+  of valid ids, the row's and the block's (attempt 24).
 - merge: one program per (token, MERGE_HEADS heads, MERGE_BLOCK_D latent dims). It lists the token's
   busy blocks from the index row, loads all their partial lses and outputs at once (masked: idle
   blocks' slots are never read) and combines them by lse. It does nothing for a token of one busy
@@ -45,6 +47,9 @@ BLOCK_N = 64  # autogk: tune [32, 64, 128]
 FEW_TOKENS = 2  # autogk: tune [0, 1, 2, 4]
 FEW_BLOCK_N = 32  # autogk: tune [16, 32, 64]
 NUM_WARPS = 8  # autogk: tune [4, 8]
+# The few-token calls' attention at FEW_NUM_WARPS: a 32-wide block's [16, 32] logits give 8 warps little to
+# share, while every cross-warp reduction and layout change is a CTA barrier among all of them.
+FEW_NUM_WARPS = 4  # autogk: tune [4, 8]
 NUM_STAGES = 2  # autogk: tune [1, 2, 3]
 MERGE_HEADS = 1  # autogk: tune [1, 2, 4, 8, 16]
 MERGE_BLOCK_D = 256  # autogk: tune [64, 128, 256, 512]
@@ -145,9 +150,13 @@ def _attend_block(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, p
             acc3 = acc3 * alpha[:, None] + tl.dot(p_hi, kc3) + tl.dot(p_lo, kc3)
             m_i = m_new
         inv_l = 1.0 / l_i  # l_i > 0: the block holds a valid id
-        busy = tl.max(tl.reshape(_valid(row_ids, n_rows).to(tl.int32), [NB, BLOCK_N]), axis=1)  # _busy_blocks's
+        # The token is this block alone iff every valid id of its row is one of this block's: two plain
+        # counts (attempt 24), not the row's [NB, BLOCK_N] view reduced per block (a layout change and two
+        # reductions across the CTA). The merge sees the same: one busy block.
+        n_row = tl.sum(_valid(row_ids, n_rows).to(tl.int32), axis=0)
+        n_blk = tl.sum(valid.to(tl.int32), axis=0)
         lse = m_i + tl.log2(l_i)
-        if tl.sum(busy, axis=0) == 1:  # the whole token in this block: write the result, no merge
+        if n_row == n_blk:  # the whole token in this block: write the result, no merge
             o_row = out_ptr + tok64 * H * DC + offs_h[:, None] * DC + offs_q[None, :]
             ty = out_ptr.dtype.element_ty
             tl.store(o_row, (acc0 * inv_l[:, None]).to(ty))
@@ -200,7 +209,9 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
     num_tokens, heads, dc = q_nope.shape
     dp = q_pe.shape[-1]
     topk = sparse_indices.shape[-1]
-    block_n = FEW_BLOCK_N if num_tokens <= FEW_TOKENS else BLOCK_N  # on the host: no device read
+    few = num_tokens <= FEW_TOKENS  # on the host: no device read
+    block_n = FEW_BLOCK_N if few else BLOCK_N
+    warps = FEW_NUM_WARPS if few else NUM_WARPS
     assert ckv_cache.shape[-1] == dc and kpe_cache.shape[-1] == dp and topk % block_n == 0
     assert heads % MERGE_HEADS == 0 and dc % MERGE_BLOCK_D == 0
     assert ckv_cache.numel() // dc == kpe_cache.numel() // dp  # one pool row count for both caches
@@ -221,7 +232,7 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
         qn, qp, idx, out, ls = q_nope[t0:t1], q_pe[t0:t1], sparse_indices[t0:t1], output[t0:t1], lse[t0:t1]
         _attend_block[(t1 - t0, blocks)](
             qn, qp, ckv_cache, kpe_cache, idx, out, ls, part_o, part_lse, scale_log2, n_rows, TOPK=topk,
-            H=heads, DC=dc, DP=dp, BLOCK_N=block_n, DOT_DTYPE=_DOT_DTYPE, num_warps=NUM_WARPS,
+            H=heads, DC=dc, DP=dp, BLOCK_N=block_n, DOT_DTYPE=_DOT_DTYPE, num_warps=warps,
             num_stages=NUM_STAGES)
         _merge_blocks[(t1 - t0, heads // MERGE_HEADS, dc // MERGE_BLOCK_D)](
             idx, part_o, part_lse, out, ls, n_rows, TOPK=topk, BLOCK_N=block_n, H=heads, DC=dc,
