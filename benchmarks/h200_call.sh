@@ -28,6 +28,7 @@
 #   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
+#   sacontest[=S] the same on the target's own contest-shaped set (workloads.jsonl; default 200)
 #   ixlong[=S]  the same for the top-k indexer: start and best of IX_FROM's project (a bundle of an indexer
 #               project under benchmarks/results/) on the indexer's workloads_long.jsonl (default 200)
 #   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the shipped best sparse-attention kernel, the flagship's
@@ -92,7 +93,7 @@ restore_sa() {
 # independent timer, no loop run, within $lim; its summary lines in STEP_summary.txt (salong, ixlong)
 time_long() {
   timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target "$t" --no-iterate --project "$2" \
-    --timing-workloads workloads_long.jsonl --timing-budget-s $(( lim - 70 )) --out "$W/$1" > "$W/$1.log" 2>&1
+    --timing-workloads "${3:-workloads_long.jsonl}" --timing-budget-s $(( lim - 70 )) --out "$W/$1" > "$W/$1.log" 2>&1
   log "$1" $?
   grep -E "mean latency|of the physical floor|geomean|agreement" "$W/$1/loop_$t.md" > "$W/$1_summary.txt" 2>/dev/null
 }
@@ -179,6 +180,14 @@ for step in "$@"; do
       [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
       [ -d "$W/saproj/.git" ] || { log "salong (no project from sa or SA_FROM)" 1; continue; }
       time_long salong "$W/saproj" ;;
+    sacontest)
+      # the same on the target's own (contest-shaped) set: start and best of sa's project (or SA_FROM's) by
+      # loop_gpu.py's independent timer, no loop run: the mean latency on a GPU the project was not judged on
+      lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
+      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
+      [ -d "$W/saproj/.git" ] || { log "sacontest (no project from sa or SA_FROM)" 1; continue; }
+      time_long sacontest "$W/saproj" workloads.jsonl ;;
     ixlong)
       lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
       t=dsa_topk_indexer_fp8_h64_d128_topk2048_ps64
