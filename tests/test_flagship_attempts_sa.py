@@ -1,7 +1,9 @@
 """The hand-written attempts for the sparse-attention flagship target (benchmarks/flagship/<target>/
 NN_*.py, which benchmarks/flagship/attempt.py puts into kernel.py in order; reverted ones under tried/
-are not offered again and not checked here: each one's H200 verdict, in tried/README.md, is its
-record, and the tests of its own paths left with it; 05 stays, as the base of the broken copies), each
+are not offered again and not checked here: each one's GPU verdict, in tried/README.md, is its
+record, and the tests of its own paths left with it; 05 stays, as the base of the broken copies; kept
+ones that the shipped best kernel's lineage names are not checked either, their keep being their record,
+but the shipped kernel and any attempt not yet kept are), each
 run in Triton's
 CPU interpreter against the definition's reference and judged by the target's compare rules.
 
@@ -33,7 +35,14 @@ ATTEMPTS = sorted((REPO / "benchmarks" / "flagship" / SA).glob("[0-9][0-9]_*.py"
 # 05 ran on the H200 and failed there (an illegal memory access the interpreter does not see): set aside
 # under tried/, it is still checked here, and its broken copies show what the check catches.
 BLOCK_PER_PROGRAM = REPO / "benchmarks" / "flagship" / SA / "tried" / "05_block_per_program.py"
-CHECKED = ATTEMPTS + [BLOCK_PER_PROGRAM]
+# An attempt the shipped best kernel's lineage names (its SOURCE.md: each a keep of the flagship project, judged
+# correct on the GPU by autogk and recorded in the project's bundle) is vouched for by that verdict, as a reverted
+# one under tried/ is by its own: not run here again (~90 CPU-s of the suite's). The lineage's last, the shipped
+# kernel itself, and every attempt not yet kept are.
+BEST = REPO / "autogk_git" / "best_kernels" / SA
+LINEAGE = set(re.findall(r"`(\d\d_\w+)`", (BEST / "SOURCE.md").read_text()))
+VOUCHED = [a for a in ATTEMPTS if a.stem in LINEAGE and a.read_text() != (BEST / "kernel.py").read_text()]
+CHECKED = [a for a in ATTEMPTS if a not in VOUCHED] + [BLOCK_PER_PROGRAM]
 
 CHECK = r"""
 import importlib.util, json, sys
@@ -118,6 +127,15 @@ def interpreted(script: str, *args, timeout: float = 900) -> subprocess.Complete
 def check(kernel: Path, cases: list[str] | None = None) -> subprocess.CompletedProcess:
     """CHECK on one kernel file: every case, or the ones named."""
     return interpreted(CHECK, REPO, EXAMPLES, SA, kernel, *([json.dumps(cases)] if cases else []))
+
+
+def test_only_attempts_the_best_kernels_lineage_vouches_for_are_left_out():
+    # The shipped kernel is one of the attempts, checked here; what is left out is named in its SOURCE.md,
+    # which points at the project bundle that holds each of those keeps' GPU verdicts.
+    source = (BEST / "SOURCE.md").read_text()
+    assert any(a.read_text() == (BEST / "kernel.py").read_text() for a in CHECKED), CHECKED
+    assert VOUCHED and all(f"`{a.stem}`" in source for a in VOUCHED), VOUCHED
+    assert re.search(r"benchmarks/results/\S+\.bundle", source) and len(CHECKED) < len(ATTEMPTS) + 1
 
 
 def test_there_are_attempts_to_check():
