@@ -899,7 +899,7 @@ def test_a_kernel_that_holds_gpu_memory_cannot_cut_the_windows_to_two_calls(monk
     # windows where the judge's clock confirms least (only the seal checks their figures). The judge reads
     # the free memory before any kernel's process starts (process.main), and plans from that reading.
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 << 30, 80 << 30))
-    monkeypatch.setattr(rounds, "device_uuid", lambda: "GPU-judge")
+    monkeypatch.setattr(rounds, "device_uuid", lambda device=None: {"cuda:0": "GPU-judge"}.get(device, "GPU-other"))
     before = {"GPU-other": 1 << 30, "GPU-judge": 78 << 30}
     assert rounds.free_device_bytes("cuda:0", before) == (78 << 30, 8 << 30)
     assert rounds.free_device_bytes("cuda:0", {"GPU-other": 1 << 30}) == (8 << 30, 8 << 30)  # no reading of it

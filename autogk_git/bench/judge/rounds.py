@@ -153,7 +153,7 @@ def free_device_bytes(device: str, before: dict | None = None) -> tuple[int | No
         now = int(torch.cuda.mem_get_info(torch.device(device))[0])
     except (RuntimeError, AssertionError):
         return None, None
-    gpu = device_uuid() if before else ""
+    gpu = device_uuid(device) if before else ""
     return (before[gpu] if gpu in (before or {}) else now), now
 
 

@@ -57,11 +57,13 @@ def gpu_processes(timeout_s: float = 10.0) -> list[dict] | None:
     return parse_compute_apps(out.stdout) if out.returncode == 0 else None
 
 
-def device_uuid() -> str:
-    """NVML's name of the judge's own GPU (`GPU-...`), "" where torch cannot say."""
+def device_uuid(device: str | None = None) -> str:
+    """NVML's name (`GPU-...`) of `device` (a torch device string; the judge's current GPU where None), "" where
+    torch cannot say."""
     try:
         import torch
-        return "GPU-" + str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+        dev = torch.device(device) if device else torch.cuda.current_device()
+        return "GPU-" + str(torch.cuda.get_device_properties(dev).uuid)
     except Exception:  # noqa: BLE001 - an older torch, no GPU: every GPU's processes count
         return ""
 
