@@ -293,10 +293,11 @@ def test_a_flush_figure_measured_beside_other_gpu_work_is_lowered_by_the_judges_
 
 
 def test_a_kernel_that_holds_gpu_memory_does_not_cut_the_calls_a_round():
-    # The candidate leaves 6 GiB free at its import. Read after that, the judge's free memory cut BIG's 10
-    # timed calls a round (2 GiB of sets asked, ~200 MB a set) to 4; read before the kernels start, they stay
-    # 10, and the judge says the memory fell. Whether the rounds then fit is the GPU's to say: passed with
-    # its 10 calls, or out of memory, never passed on windows the candidate shrank.
+    # The candidate leaves 6 GiB free at its import. Read after that, the judge's free memory would cut BIG's
+    # 10 timed calls a round (2 GiB of sets asked, ~200 MB a set) to about 4 (sampling.calls_within's
+    # arithmetic); read before the kernels start, they stay 10. Whether the rounds then fit is the GPU's to
+    # say: timed with its 10 calls, or not timed (out of memory: the verdict's coverage is then incomplete,
+    # never a keep), never timed on windows the candidate shrank.
     out = run("ab", {"parent": src("honest"), "candidate": src("holds_gpu_memory")}, [BIG],
               timing_mem_bytes=2 << 30, reps=10)
     r = out.get("labels", {}).get("candidate", {}).get(BIG["uuid"])
