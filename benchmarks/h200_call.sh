@@ -24,7 +24,7 @@
 #               benchmarks/results/), judging only the attempts its history does not name
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
-#               timer after (default 240; ~17 s an experiment on sparse attention, 2026-12-02)
+#               timer after (default 240; 17-35 s an experiment on sparse attention, 2026-12-02 and -07)
 #   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
@@ -167,8 +167,11 @@ for step in "$@"; do
       [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
       [ -d "$W/saproj/.git" ] || { log "satune (no project from sa or SA_FROM)" 1; continue; }
       g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
+      # grace 45: a tuner experiment on this target takes 27-35 s on an H100, so one started just before
+      # --max-time ends inside it, not cut at 20 s (session 64: iterate ended rc 124 mid-experiment); the
+      # read-out after iterate takes ~20 s, so --max-time leaves 85 s of the step's limit
       env $g AUTOGK_BENCH_PROFILE=off timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py --target $t -n 20 \
-        --max-time $(( lim - 60 )) --grace 20 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
+        --max-time $(( lim - 85 )) --grace 45 --timing-budget-s 15 --project "$W/saproj" --out "$W/satune" \
         > "$W/satune.log" 2>&1
       log satune $?
       grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/satune/loop_$t.md" > "$W/satune_summary.txt" 2>/dev/null ;;
