@@ -90,6 +90,20 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
+def kept_attempts(bundle: Path, target: str, where: Path) -> dict[str, str]:
+    """The flagship attempts a project bundle kept: {attempt stem: its kernel file at the keep}, read from each
+    `autogk: keep ... #NNNN: [stem] ...` commit (benchmarks/flagship/attempt.py names the hypothesis so)."""
+    repo = where / "kept.git"
+    git(where, "clone", "-q", "--mirror", str(bundle), str(repo))
+    kept = {}
+    for line in git(repo, "log", "--all", "--format=%H %s").splitlines():
+        sha, _, subject = line.partition(" ")
+        head, sep, rest = subject.partition(": [")
+        if subject.startswith("autogk: keep ") and sep and "]" in rest:
+            kept[rest.split("]", 1)[0]] = git(repo, "show", f"{sha}:kernels/{target}/kernel.py")
+    return kept
+
+
 def autogk(cwd: Path, *args: str, check: bool = True, env: dict | None = None, timeout: float = 600):
     """Run the real CLI in a subprocess, as a user would."""
     proc = subprocess.run([str(BIN / "autogk"), *args], cwd=cwd, capture_output=True, text=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, kept_attempts
 
 IX = "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"
 ATTEMPTS = REPO / "benchmarks" / "flagship" / IX
@@ -128,9 +128,14 @@ def vouched(attempt: str) -> bool:
     return path.stem in LINEAGE and path.read_text() != (BEST / "kernel.py").read_text()
 
 
-def test_the_shipped_kernel_is_an_attempt_run_here_and_the_others_left_out_are_its_lineage():
+def test_the_shipped_kernel_is_an_attempt_run_here_and_the_others_left_out_are_its_lineage(tmp_path):
+    # Each one left out was kept, as this very file, in the project its SOURCE.md names (session 32's call 3).
     assert (ATTEMPTS / "05_rank_select_spread.py").read_text() == (BEST / "kernel.py").read_text()
-    assert vouched("01_short_rows_unscored.py") and vouched("04_select_5bit_digits.py")
+    assert "call3/idx_project.bundle" in (BEST / "SOURCE.md").read_text()
+    kept = kept_attempts(REPO / "benchmarks" / "results" / "session32_h200" / "call3" / "idx_project.bundle", IX,
+                         tmp_path)
+    for attempt in ("01_short_rows_unscored.py", "04_select_5bit_digits.py"):
+        assert vouched(attempt) and kept.get(attempt[:-3]) == (ATTEMPTS / attempt).read_text(), sorted(kept)
 
 
 @pytest.mark.parametrize("attempt, cases", [pytest.param("01_short_rows_unscored.py", PLAIN, marks=pytest.mark.skipif(
