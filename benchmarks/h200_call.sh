@@ -22,6 +22,8 @@
 #               SA_GUARD=G in the environment sets the project's [bench] guard for sa and satune (default 0.02);
 #               SA_FROM=BUNDLE goes on in the project of an earlier call's bundle (project_*.bundle under
 #               benchmarks/results/), judging only the attempts its history does not name
+#   ix[=S]      the same for the top-k indexer's attempts (benchmarks/flagship/<indexer>/), IX_FROM=BUNDLE and
+#               IX_GUARD=G as SA_FROM and SA_GUARD (an indexer experiment took 35-160 s on an H200, 2026-12-02)
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
 #               timer after (default 240; 17-35 s an experiment on sparse attention, 2026-12-02 and -07)
@@ -29,8 +31,9 @@
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
 #   sacontest[=S] the same on the target's own contest-shaped set (workloads.jsonl; default 200)
-#   ixlong[=S]  the same for the top-k indexer: start and best of IX_FROM's project (a bundle of an indexer
-#               project under benchmarks/results/) on the indexer's workloads_long.jsonl (default 200)
+#   ixlong[=S]  the same for the top-k indexer: start and best of ix's project (IX_FROM's where no ix step ran:
+#               a bundle of an indexer project under benchmarks/results/) on its workloads_long.jsonl (default 200)
+#   ixcontest[=S] the same on the indexer's own contest-shaped set (workloads.jsonl; default 200)
 #   fixed[=S]   benchmarks/sa_fixed_cost.py on SA_KERNEL (default: the shipped best sparse-attention kernel, the flagship's
 #               trunk): each kernel's CUPTI time by position after a write, a read or no flush, on rows of
 #               0-64 valid ids, twice in a row, at NUM_STAGES 1, beside two small kernels (default 150)
@@ -83,12 +86,13 @@ sweep() {
 }
 left() { echo $(( BUDGET - (SECONDS - t0) )); }
 log() { echo "$1 rc=$2 at $(( SECONDS - t0 )) s" | tee -a "$W/times.txt"; }
-# SA_FROM=BUNDLE into $W/saproj (its trunk, experiments and notes), as an absolute path: the fetch runs in
-# the clone, where a relative one missed (session 62)
-restore_sa() {
-  local from; from=$(realpath "$SA_FROM") || return 1
-  git clone -q "$from" "$W/saproj" && git -C "$W/saproj" fetch -q --update-head-ok "$from" '+refs/*:refs/*'
+# restore BUNDLE DIR: an earlier call's project bundle (SA_FROM, IX_FROM) into DIR (its trunk, experiments and
+# notes), as an absolute path: the fetch runs in the clone, where a relative one missed (session 62)
+restore() {
+  local from; from=$(realpath "$1" 2>/dev/null) && [ -f "$from" ] || return 1
+  git clone -q "$from" "$2" && git -C "$2" fetch -q --update-head-ok "$from" '+refs/*:refs/*'
 }
+restore_sa() { restore "${SA_FROM:-}" "$W/saproj"; }
 # STEP PROJECT: start and best of PROJECT (target $t) timed on the target's workloads_long.jsonl by loop_gpu.py's
 # independent timer, no loop run, within $lim; its summary lines in STEP_summary.txt (salong, ixlong)
 time_long() {
@@ -98,6 +102,8 @@ time_long() {
   grep -E "mean latency|of the physical floor|geomean|agreement" "$W/$1/loop_$t.md" > "$W/$1_summary.txt" 2>/dev/null
 }
 # the kernel file the fixed and stages steps probe: the shipped best sparse-attention kernel (the flagship's trunk)
+SA_T=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+IX_T=dsa_topk_indexer_fp8_h64_d128_topk2048_ps64
 SA_KERNEL=${SA_KERNEL:-autogk_git/best_kernels/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/kernel.py}
 sweep start
 for step in "$@"; do
@@ -134,34 +140,35 @@ for step in "$@"; do
         --max-time $(( lim - 165 )) --grace 30 --wall-limit $(( lim - 5 )) --timing-budget-s 30 \
         --out "$W/tuner" > "$W/tuner.log" 2>&1
       log tuner $? ;;
-    sa)
+    sa|ix)
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
-      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      if [ "$s" = sa ]; then t=$SA_T; proj=$W/saproj; from=${SA_FROM:-}; guard=${SA_GUARD:-}
+      else t=$IX_T; proj=$W/ixproj; from=${IX_FROM:-}; guard=${IX_GUARD:-}; fi
       n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
-      ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/sa_attempts.txt"
-      if [ -n "${SA_FROM:-}" ]; then
-        # SA_FROM=BUNDLE: go on in the project an earlier call left (its trunk, experiments and notes), so
-        # the attempts its history names are not judged again; only the others are counted in -n
-        restore_sa || { log "sa (SA_FROM $SA_FROM not restored)" 1; continue; }
-        hist=$(git -C "$W/saproj" log --all --format=%B); n=0
-        for a in $(cat "$W/sa_attempts.txt"); do
+      ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/${s}_attempts.txt"
+      if [ -n "$from" ]; then
+        # SA_FROM / IX_FROM=BUNDLE: go on in the project an earlier call left (its trunk, experiments and
+        # notes), so the attempts its history names are not judged again; only the others are counted in -n
+        restore "$from" "$proj" || { log "$s ($from not restored)" 1; continue; }
+        hist=$(git -C "$proj" log --all --format=%B); n=0
+        for a in $(cat "$W/${s}_attempts.txt"); do
           stem=$(basename "$a" .py); case "$hist" in *"[$stem]"*) ;; *) n=$(( n + 1 )) ;; esac
         done
-        echo "restored from $SA_FROM; attempts not in its history: $n" >> "$W/sa_attempts.txt"
-        [ "$n" -eq 0 ] && { log "sa (nothing new to try in $SA_FROM)" 0; continue; }
+        echo "restored from $from; attempts not in its history: $n" >> "$W/${s}_attempts.txt"
+        [ "$n" -eq 0 ] && { log "$s (nothing new to try in $from)" 0; continue; }
       fi
       # the profile on (ncu after each keep, ~17 s): the trunk's figures in the project for the next attempt
-      # SA_GUARD=G: the project's [bench] guard (default 0.02), as a user who accepts trades sets it
-      g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
+      # SA_GUARD / IX_GUARD=G: the project's [bench] guard (default 0.02), as a user who accepts trades sets it
+      g=""; [ -n "$guard" ] && g="AUTOGK_BENCH_GUARD=$guard"
       env $g AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
         --target $t -n "$n" --max-time $(( lim - 40 )) --grace 20 --timing-budget-s 12 \
-        --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/saproj" --out "$W/sa" \
-        > "$W/sa.log" 2>&1
-      log sa $?
-      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/sa/loop_$t.md" > "$W/sa_summary.txt" 2>/dev/null ;;
+        --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$proj" --out "$W/$s" \
+        > "$W/$s.log" 2>&1
+      log "$s" $?
+      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/$s/loop_$t.md" > "$W/${s}_summary.txt" 2>/dev/null ;;
     satune)
       lim=${lim:-240}; [ "$lim" -gt "$L" ] && lim=$L
-      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      t=$SA_T
       # without sa's project loop_gpu.py would start a fresh one from the starting kernel (session 62)
       # with no sa step, SA_FROM's project, as salong does (session 63: satune alone found none)
       [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
@@ -179,7 +186,7 @@ for step in "$@"; do
       # the long-context set's floor share: start and best of sa's project (or SA_FROM's) timed by loop_gpu.py's
       # independent timer on the target's workloads_long.jsonl, no loop run
       lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
-      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      t=$SA_T
       [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
       [ -d "$W/saproj/.git" ] || { log "salong (no project from sa or SA_FROM)" 1; continue; }
       time_long salong "$W/saproj" ;;
@@ -187,17 +194,19 @@ for step in "$@"; do
       # the same on the target's own (contest-shaped) set: start and best of sa's project (or SA_FROM's) by
       # loop_gpu.py's independent timer, no loop run: the mean latency on a GPU the project was not judged on
       lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
-      t=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
+      t=$SA_T
       [ ! -d "$W/saproj/.git" ] && [ -n "${SA_FROM:-}" ] && restore_sa
       [ -d "$W/saproj/.git" ] || { log "sacontest (no project from sa or SA_FROM)" 1; continue; }
       time_long sacontest "$W/saproj" workloads.jsonl ;;
-    ixlong)
+    ixlong|ixcontest)
+      # start and best of the ix step's project (IX_FROM's where no ix step ran) on the indexer's long set
+      # (ixlong) or its own contest-shaped set (ixcontest), by loop_gpu.py's independent timer, no loop run
       lim=${lim:-200}; [ "$lim" -gt "$L" ] && lim=$L
-      t=dsa_topk_indexer_fp8_h64_d128_topk2048_ps64
-      from=$(realpath "${IX_FROM:-}" 2>/dev/null) && [ -f "$from" ] || { log "ixlong (no IX_FROM bundle)" 1; continue; }
-      git clone -q "$from" "$W/ixproj" && git -C "$W/ixproj" fetch -q --update-head-ok "$from" '+refs/*:refs/*' \
-        || { log "ixlong (IX_FROM not restored)" 1; continue; }
-      time_long ixlong "$W/ixproj" ;;
+      t=$IX_T
+      [ ! -d "$W/ixproj/.git" ] && [ -n "${IX_FROM:-}" ] && restore "$IX_FROM" "$W/ixproj"
+      [ -d "$W/ixproj/.git" ] || { log "$s (no project from ix or IX_FROM)" 1; continue; }
+      wl=workloads_long.jsonl; [ "$s" = ixcontest ] && wl=workloads.jsonl
+      time_long "$s" "$W/ixproj" $wl ;;
     fixed)
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
       timeout -k 5 "$lim" python3 benchmarks/sa_fixed_cost.py "$SA_KERNEL" --out "$W/fixed.json" > "$W/fixed.log" 2>&1
@@ -243,7 +252,8 @@ cat "$W/times.txt"
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
 [ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
-[ -f "$W/sa_summary.txt" ] && cut -c1-600 "$W/sa_summary.txt"
+for s in sa ix; do [ -f "$W/${s}_summary.txt" ] && cut -c1-600 "$W/${s}_summary.txt"; done
+for s in salong sacontest ixlong ixcontest; do [ -f "$W/${s}_summary.txt" ] && { echo "== $s"; cut -c1-300 "$W/${s}_summary.txt"; }; done
 [ -f "$W/satune_summary.txt" ] && cut -c1-400 "$W/satune_summary.txt"
 [ -f "$W/clockdiag.log" ] && grep -E "n=" "$W/clockdiag.log" | cut -c1-300
 [ -f "$W/parallel.log" ] && grep -v "^   #" "$W/parallel.log" | tail -8
