@@ -39,7 +39,8 @@
 #               0-64 valid ids, twice in a row, at NUM_STAGES 1, beside two small kernels (default 150)
 #   stages[=S]  benchmarks/sa_stages.py on SA_KERNEL (the same default): each busy attention program's stages by
 #               %globaltimer beside the launch's CUPTI duration (default 120)
-#   profile[=S] benchmarks/profile_job.py, two profiled rmsnorm ab jobs (default 60)
+#   profile[=S] benchmarks/profile_job.py, two ab jobs of PROF_TARGET (default rmsnorm_h4096), the last profiled
+#               in the judge and both kernel processes (default 60)
 #   probe[=S]   benchmarks/agreement_probe.py --jobs 6: the judge's per-workload ratio of the tuned rmsnorm
 #               kernel against the start, job after job, beside three independent CUPTI figures (default 150;
 #               78 s on an H100, 2026-12-05)
@@ -217,7 +218,7 @@ for step in "$@"; do
       log stages $? ;;
     profile)
       lim=${lim:-60}; [ "$lim" -gt "$L" ] && lim=$L
-      timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target rmsnorm_h4096 --runs 2 \
+      timeout -k 5 "$lim" python3 benchmarks/profile_job.py --out "$W/prof" --target "${PROF_TARGET:-rmsnorm_h4096}" --runs 2 \
         --top 20 > "$W/prof.log" 2>&1
       log profile $? ;;
     probe)
@@ -252,6 +253,7 @@ cat "$W/times.txt"
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
 [ -f "$W/tuner.log" ] && tail -15 "$W/tuner.log"
 [ -f "$W/probe.log" ] && tail -13 "$W/probe.log"
+[ -f "$W/prof.log" ] && head -c 2500 "$W/prof.log"
 for s in sa ix; do [ -f "$W/${s}_summary.txt" ] && cut -c1-600 "$W/${s}_summary.txt"; done
 for s in salong sacontest ixlong ixcontest; do [ -f "$W/${s}_summary.txt" ] && { echo "== $s"; cut -c1-300 "$W/${s}_summary.txt"; }; done
 [ -f "$W/satune_summary.txt" ] && cut -c1-400 "$W/satune_summary.txt"
