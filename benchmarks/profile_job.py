@@ -7,7 +7,7 @@ Per target, `--runs` comparisons run one after the other (the first pays the Tri
 first experiment of a loop does; later ones find them cached, as the loop's later experiments do).
 The last one runs with AUTOGK_PROFILE_DIR set, so the judge and each kernel process write a cProfile
 file; this prints each run's wall seconds and the judge's phases, then the top functions by
-cumulative wall seconds of each profile, and writes everything to DIR/profile_<target>.txt.
+cumulative and by own wall seconds of each profile, and writes everything to DIR/profile_<target>.txt.
 Needs torch, triton and a CUDA GPU for the local backend (else the CPU interpreter is used).
 """
 from __future__ import annotations
@@ -76,6 +76,7 @@ def profile_target(target: str, out: Path, runs: int, top: int) -> str:
         buf = io.StringIO()
         st = pstats.Stats(str(f), stream=buf)
         st.sort_stats("cumulative").print_stats(top)
+        st.sort_stats("tottime").print_stats(top)  # where the time is spent itself, not below
         lines += [f"\n## {f.name}", buf.getvalue()]
     text = "\n".join(lines)
     (out / f"profile_{target}.txt").write_text(text)

@@ -84,14 +84,17 @@ def kernel_paths(kernel_dir: Path) -> tuple[list[str], list[str]]:
     folder, made afresh each job: kernels.triton_cache) and its TMPDIR. The shared bytecode cache is
     read-only here: a kernel that could write there, or into another kernel's Triton cache, could
     plant a slow compiled copy of its parent's code (the parent's process would load it) and look
-    faster than it is. Python skips a bytecode file it cannot write; CUDA's JIT cache is left out."""
+    faster than it is. Python skips a bytecode file it cannot write; CUDA's JIT cache is left out. A job
+    profiled on purpose (AUTOGK_PROFILE_DIR) lets each process write its profile there too."""
     read = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run",
             sys.prefix, sys.base_prefix, sys.exec_prefix]
     read += [p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)]
     if os.environ.get("PYTHONPYCACHEPREFIX"):
         read.append(os.environ["PYTHONPYCACHEPREFIX"])
     write = [str(kernel_dir), "/dev"]
-    for var in ("TRITON_CACHE_DIR", "TMPDIR"):
+    # AUTOGK_PROFILE_DIR: set only by a person profiling a job (benchmarks/profile_job.py), where the process
+    # writes its cProfile file at exit (profiling.py); without it no kernel's profile was ever written
+    for var in ("TRITON_CACHE_DIR", "TMPDIR", "AUTOGK_PROFILE_DIR"):
         if os.environ.get(var):
             write.append(os.environ[var])
     return read, write
