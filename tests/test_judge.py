@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -82,8 +83,9 @@ def test_cheats_in_one_job_each_get_a_status_that_says_why_and_nothing_is_left_b
     # One progress call per (label, workload), with its status.
     assert sorted((lab, u) for lab, u, _, _ in seen) == sorted((lab, w["uuid"]) for lab in names for w in WLS[:2])
     assert all(isinstance(el, float) and el >= 0 for *_, el in seen)
-    # No job, worker or kernel folder is left in the temp folder.
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("autogk-")]
+    # No job, worker or kernel folder is left in the temp folder, nor a folder of torch's shared-memory
+    # manager (the judge's: one a job was left in the caller's TMPDIR, ~9,000 in this machine's /tmp).
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(("autogk-", "torch-shm-dir-"))]
 
 
 def test_a_harness_error_is_its_own_status_and_never_a_pass(tmp_env):
@@ -221,6 +223,29 @@ def test_stale_temp_folders_of_dead_owners_are_swept(tmp_path):
     finally:
         for f in [*shm.values(), reused]:
             f.unlink(missing_ok=True)
+
+
+def test_only_the_folders_of_dead_shared_memory_managers_are_swept():
+    # torch_shm_manager binds TMPDIR/torch-shm-dir-*/manager.sock; killed at its job's end, it left the
+    # folder behind (one a job). A manager alive (its socket bound) and one starting (no socket yet) keep
+    # theirs. A short root: a Unix socket's path holds at most 107 bytes, which tmp_path may not leave.
+    import socket
+    root = Path(tempfile.mkdtemp(prefix="ag-shm-", dir="/tmp"))
+    live = socket.socket(socket.AF_UNIX)
+    try:
+        dirs = {k: root / f"torch-shm-dir-{k}" for k in ("dead", "live", "starting")}
+        for d in dirs.values():
+            d.mkdir()
+        live.bind(str(dirs["live"] / "manager.sock"))
+        gone = socket.socket(socket.AF_UNIX)
+        gone.bind(str(dirs["dead"] / "manager.sock"))
+        gone.close()  # its file stays, unbound: what a killed manager leaves
+        (root / "torch_other").mkdir()  # not a manager's folder
+        assert folders.dead_shm_managers(root) == [dirs["dead"]]
+        assert sorted(p.name for p in root.iterdir()) == ["torch-shm-dir-live", "torch-shm-dir-starting", "torch_other"]
+    finally:
+        live.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_a_killed_runner_takes_its_judge_and_kernels_with_it(tmp_path, tmp_env):

@@ -360,6 +360,8 @@ def run_worker(job: dict[str, Any], env: dict[str, str], timeout_s: float,
                 _end(proc, children, tag)
                 # the inputs it shared with its kernels (a CPU job's), which no ended process unlinks
                 folders.drop_shared_memory([proc.pid, *children])
+                # and the folder of the judge's shared-memory manager, which the kill left in its TMPDIR
+                folders.dead_shm_managers(Path(judge_env.get("TMPDIR") or tempfile.gettempdir()))
                 try:
                     stdin.close()
                 except OSError:
