@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from autogk_git.errors import TargetError
@@ -12,11 +13,34 @@ def available() -> bool:
     return importlib.util.find_spec("flashinfer_bench") is not None
 
 
+def accepted_dir() -> Path:
+    """~/.cache/autogk/fib-accepted: one empty file per content flashinfer-bench's models accepted."""
+    from autogk_git.env import user_cache
+    return user_cache() / "fib-accepted"
+
+
 def validate(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> str:
-    """Check a definition and its workloads with flashinfer-bench's own models; say what was checked."""
+    """Check a definition and its workloads with flashinfer-bench's own models; say what was checked.
+
+    Importing flashinfer-bench imports torch (~2 s, most of a bundled example's `init` on the CPU): what
+    its models accepted once (the same definition and workloads, the same flashinfer-bench and pydantic)
+    is remembered in the user's cache and not checked again. A rejection is never remembered."""
     if not available():
         return ("flashinfer-bench is not installed: checked the definition's structure only "
                 "(pip install --no-deps flashinfer-bench==0.1.2 pydantic docstring-parser)")
+    import hashlib
+    from importlib.metadata import version
+    try:
+        versions = [version("flashinfer-bench"), version("pydantic")]
+    except Exception:  # noqa: BLE001 - no metadata (a source checkout): checked every time
+        versions = None
+    said = f"flashinfer-bench accepts the definition and {len(workloads)} workload(s)"
+    mark = None
+    if versions is not None:
+        content = json.dumps([versions, definition, workloads], sort_keys=True).encode()
+        mark = accepted_dir() / hashlib.sha256(content).hexdigest()
+        if mark.exists():
+            return said
     from flashinfer_bench.data import Definition, Workload
     from pydantic import ValidationError
     try:
@@ -30,7 +54,13 @@ def validate(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> str
         except ValidationError as e:
             raise TargetError(f"flashinfer-bench rejects workload {w.get('uuid')}:\n{e}",
                               "fix that workload line") from None
-    return f"flashinfer-bench accepts the definition and {len(workloads)} workload(s)"
+    if mark is not None:
+        try:
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            mark.touch()
+        except OSError:  # a read-only cache: checked again next time
+            pass
+    return said
 
 
 def pack_solution(definition_name: str, sources: dict[str, str], name: str, author: str,

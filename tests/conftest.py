@@ -66,7 +66,7 @@ def hermetic(tmp_path_factory, monkeypatch):
     yield
 
 
-SHARED_CACHES = ("reference-proofs", "reference-checks", "mlflow-stores")
+SHARED_CACHES = ("reference-proofs", "reference-checks", "mlflow-stores", "fib-accepted")
 
 
 def run_folder(tmp_path_factory) -> Path:
