@@ -85,7 +85,9 @@ def dead_shm_managers(root: Path | None = None) -> list[Path]:
     """Remove the folders torch's shared-memory managers left in `root` (TMPDIR): torch-shm-dir-*, each
     holding the socket of one manager that was killed (a judge's, at its job's end) and never tidied up:
     one a job, ~250 a test-suite run, ~9,000 in this machine's /tmp in a day. A folder goes only when its
-    socket file exists (bound: not a manager starting now) and no process has it bound any more."""
+    socket file exists (bound: not a manager starting now) and no process has it bound any more. Bound is
+    read in this process's network namespace (/proc/net/unix): a manager in another namespace that shares
+    this TMPDIR would lose its folder (no new client could reach it), a setup autogk does not make."""
     root = Path(root or tempfile.gettempdir())
     try:
         found = [e for e in os.scandir(root) if e.name.startswith(SHM_DIR_PREFIX)]
