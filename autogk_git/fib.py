@@ -22,7 +22,7 @@ def accepted_dir() -> Path:
 def validate(definition: dict[str, Any], workloads: list[dict[str, Any]]) -> str:
     """Check a definition and its workloads with flashinfer-bench's own models; say what was checked.
 
-    Importing flashinfer-bench imports torch (~2 s, most of a bundled example's `init` on the CPU): what
+    Importing flashinfer-bench imports torch (~1.5 s of a bundled example's ~10 s `init` on a 2-core CPU): what
     its models accepted once (the same definition and workloads, the same flashinfer-bench and pydantic)
     is remembered in the user's cache and not checked again. A rejection is never remembered."""
     if not available():
