@@ -2,10 +2,20 @@
 code runs and compared after the import, around every request and right after each timed window."""
 from __future__ import annotations
 
+import _signal
 import gc
 import signal
 import sys
 import threading
+
+# What the hooks are read through, bound here, before any kernel's code runs in the process: a kernel that
+# installed a signal handler (no audit event says so) and then made signal.getsignal, or the `_signal` it
+# calls, answer the old handler, or rebound gc.callbacks to an empty list (the interpreter calls the list it
+# holds), hid its hook from the names looked up at each check (tests/bench/judge/test_seal.py).
+_GETSIGNAL, _VALID_SIGNALS = _signal.getsignal, _signal.valid_signals
+_GETPROFILE, _GETTRACE = sys.getprofile, sys.gettrace
+_GC_CALLBACKS = gc.callbacks  # the interpreter's own list
+_MONITORING = getattr(sys, "monitoring", None)
 
 # Names a namespace gains by itself as it runs: warnings' per-module registry.
 IGNORED_NAMES = frozenset({"__warningregistry__"})
@@ -33,18 +43,18 @@ def interpreter_hooks() -> tuple:
     (this thread's, and the one `threading` gives new threads), sys.monitoring's tools and their events
     (3.12+), gc's callbacks, every signal's handler and sys's exception hooks. Each runs code of its own
     at points the kernel does not call: after its last timed call, while the judge's own steps run."""
-    out = [("sys.getprofile()", sys.getprofile()), ("sys.gettrace()", sys.gettrace()),
+    out = [("sys.getprofile()", _GETPROFILE()), ("sys.gettrace()", _GETTRACE()),
            ("threading.setprofile", getattr(threading, "_profile_hook", None)),
            ("threading.settrace", getattr(threading, "_trace_hook", None)),
-           ("gc.callbacks", tuple(gc.callbacks)),
+           ("gc.callbacks", tuple(_GC_CALLBACKS)),
            ("sys.excepthook", sys.excepthook), ("sys.unraisablehook", sys.unraisablehook)]
-    mon = getattr(sys, "monitoring", None)
+    mon = _MONITORING
     if mon is not None:
         out.append(("sys.monitoring", tuple((mon.get_tool(i), mon.get_events(i)) for i in range(6))))
     handlers = []
-    for sig in sorted(signal.valid_signals()):
+    for sig in sorted(_VALID_SIGNALS()):
         try:
-            handlers.append((int(sig), signal.getsignal(sig)))
+            handlers.append((int(sig), _GETSIGNAL(sig)))
         except (OSError, ValueError):
             pass
     out.append(("signal handlers", tuple(handlers)))

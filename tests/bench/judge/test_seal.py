@@ -62,6 +62,18 @@ HOOKED = {  # label -> (what the kernel does at import, what the message names)
     "gc_callback": ("import gc; gc.callbacks.append(lambda phase, info: None)", "gc.callbacks"),
     "alarm": ("import signal; signal.signal(signal.SIGALRM, lambda s, f: None)", "signal handlers"),
     "audit": ("sys.addaudithook(lambda event, args: None)", "sys.addaudithook"),
+    # the same hooks, hidden from the functions the seal read them through (no audit event is raised
+    # for either): signal.getsignal made to answer the old handler, gc.callbacks rebound to an empty
+    # list while the interpreter keeps calling the one it holds. PASSED on the old code.
+    "alarm_hidden": ("import signal; _get = signal.getsignal; signal.signal(signal.SIGALRM, lambda s, f: None); "
+                     "signal.getsignal = lambda n: signal.SIG_DFL if n == signal.SIGALRM else _get(n)",
+                     "signal handlers"),
+    "alarm_hidden_below": ("import signal, types; _s = signal._signal; "
+                           "signal.signal(signal.SIGALRM, lambda s, f: None); "
+                           "signal._signal = types.SimpleNamespace(**{k: getattr(_s, k) for k in dir(_s) "
+                           "if not k.startswith('__')}); signal._signal.getsignal = "
+                           "lambda n: 0 if n == signal.SIGALRM else _s.getsignal(n)", "signal handlers"),
+    "gc_hidden": ("import gc; gc.callbacks.append(lambda phase, info: None); gc.callbacks = []", "gc.callbacks"),
     "unraisable": ("sys.unraisablehook = lambda u: None", "sys.unraisablehook"),
     "module_swap": ("import types, time as _t; m = types.ModuleType('time'); m.__dict__.update(vars(_t)); "
                     "sys.modules['time'] = m", "sys.modules['time']"),
