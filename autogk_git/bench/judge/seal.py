@@ -3,6 +3,7 @@ code runs and compared after the import, around every request and right after ea
 from __future__ import annotations
 
 import _signal
+import _thread
 import gc
 import signal
 import sys
@@ -15,6 +16,15 @@ import threading
 _GETSIGNAL, _VALID_SIGNALS = _signal.getsignal, _signal.valid_signals
 _GETPROFILE, _GETTRACE = sys.getprofile, sys.gettrace
 _GC_CALLBACKS = gc.callbacks  # the interpreter's own list
+# Threads: threading's count (bound here: a kernel's own `threading.active_count` could answer the old
+# number) and _thread's (a thread started through _thread.start_new_thread is never in threading's).
+# Not seen: a native thread that calls into Python (a C callback on a thread of a library's own).
+_ACTIVE_COUNT, _THREAD_COUNT = threading.active_count, getattr(_thread, "_count", lambda: 0)
+
+
+def python_threads() -> tuple[int, int]:
+    """(threading's count of live threads, _thread's count of threads it started that still run)."""
+    return _ACTIVE_COUNT(), _THREAD_COUNT()
 _MONITORING = getattr(sys, "monitoring", None)
 
 # Names a namespace gains by itself as it runs: warnings' per-module registry.
@@ -84,7 +94,7 @@ class Seal:
     def __init__(self) -> None:
         self.marks: dict[str, tuple] = {}  # name -> (how it is read, container, key, the value held)
         self.tampered = ""
-        self.threads = threading.active_count()
+        self.threads = python_threads()
         self.hooks = interpreter_hooks()  # as the judge's own start-up left them (cProfile when profiling)
         self.heard = len(_HEARD)
 
@@ -166,10 +176,11 @@ class Seal:
         if hooked:
             self.tampered = hooked
             return self.tampered
-        if threading.active_count() > self.threads:
+        more = max(now - then for now, then in zip(python_threads(), self.threads))
+        if more > 0:
             # A thread of the kernel's runs between and during the judge's own steps: it can patch the
             # timer for a moment and put it back before any check, or do work after a timed window.
-            self.tampered = (f"the kernel left {threading.active_count() - self.threads} Python thread(s) running "
+            self.tampered = (f"the kernel left {more} Python thread(s) running "
                              "in its process: a kernel may not run code outside its calls")
             return self.tampered
         missing = object()

@@ -74,6 +74,14 @@ HOOKED = {  # label -> (what the kernel does at import, what the message names)
                            "if not k.startswith('__')}); signal._signal.getsignal = "
                            "lambda n: 0 if n == signal.SIGALRM else _s.getsignal(n)", "signal handlers"),
     "gc_hidden": ("import gc; gc.callbacks.append(lambda phase, info: None); gc.callbacks = []", "gc.callbacks"),
+    # a thread (it can patch and put back between the seal's checks) that threading's count does not see:
+    # started through _thread (threading never registers it), or beside a patched threading.active_count
+    "raw_thread": ("import _thread, time; up = []\n"
+                   "_thread.start_new_thread(lambda: up.append(1) or time.sleep(3600), ())\n"
+                   "while not up:\n    time.sleep(0.01)", "thread(s)"),
+    "thread_hidden": ("import threading, time; n = threading.active_count(); "
+                      "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start(); "
+                      "threading.active_count = lambda: n", "thread(s)"),
     "unraisable": ("sys.unraisablehook = lambda u: None", "sys.unraisablehook"),
     "module_swap": ("import types, time as _t; m = types.ModuleType('time'); m.__dict__.update(vars(_t)); "
                     "sys.modules['time'] = m", "sys.modules['time']"),
