@@ -74,6 +74,9 @@ HOOKED = {  # label -> (what the kernel does at import, what the message names)
                            "if not k.startswith('__')}); signal._signal.getsignal = "
                            "lambda n: 0 if n == signal.SIGALRM else _s.getsignal(n)", "signal handlers"),
     "gc_hidden": ("import gc; gc.callbacks.append(lambda phase, info: None); gc.callbacks = []", "gc.callbacks"),
+    # the seal's own check replaced in its class: from then on no patch would be seen
+    "check_replaced": ("seal = next(m for n, m in sys.modules.items() if n.endswith('.seal') and hasattr(m, 'Seal'))\n"
+                       "seal.Seal.check = lambda self: ''", "seal.Seal.check"),
     # a thread (it can patch and put back between the seal's checks) that threading's count does not see:
     # started through _thread (threading never registers it), or beside a patched threading.active_count
     "raw_thread": ("import _thread, time; up = []\n"
