@@ -106,6 +106,13 @@ time_long() {
 SA_T=dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64
 IX_T=dsa_topk_indexer_fp8_h64_d128_topk2048_ps64
 SA_KERNEL=${SA_KERNEL:-autogk_git/best_kernels/dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64/kernel.py}
+# what the steps left, packed after each step and at the end, and on a TERM (bash runs the trap once the
+# step in hand has ended): a call cut before its last step still brings back what the earlier steps made
+pack() {
+  tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' --exclude='ixproj' \
+    -C /tmp "$NAME" 2>/dev/null
+}
+trap 'log "cut by a TERM" -; pack; exit 143' TERM INT
 sweep start
 for step in "$@"; do
   s=${step%%=*}; lim=${step#*=}; [ "$lim" = "$step" ] && lim=""
@@ -246,8 +253,9 @@ for step in "$@"; do
     *) log "unknown step $s" - ;;
   esac
   sweep "after $s"
+  pack  # after each step: a call cut later (a SIGKILL at the device's limit) keeps what this one made
 done
-tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' --exclude='ixproj' -C /tmp "$NAME" 2>/dev/null
+pack
 cat "$W/times.txt"
 [ -f "$W/gpu_tests.txt" ] && grep -E "PASSED|FAILED|SKIPPED|XFAIL|ERROR|passed|failed" "$W/gpu_tests.txt" | tail -25
 grep -c "^== " "$W/leftovers.txt"; grep -v -E "^==" "$W/leftovers.txt" | head -8
