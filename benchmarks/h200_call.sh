@@ -79,6 +79,9 @@ sweep() {
   } >> "$W/leftovers.txt" 2>&1
   # every match but this script's own ancestors: a device command line that names pytest or autogk_git
   # (a pytest run before this script, say) would otherwise be killed with the strays (2026-12-04)
+  # only on a GPU machine (the device's): on a workstation the same pattern would end the person's own
+  # test runs (it ended a CI run of this project's suite when tried on the dev VM, 2026-12-07)
+  command -v nvidia-smi > /dev/null || return 0
   local mine=" " p=$$
   while [ "${p:-1}" -gt 1 ]; do mine="$mine$p "; p=$(ps -o ppid= -p "$p" | tr -d ' '); done
   for p in $(pgrep -f "autogk_judge|autogk_git|pytest"); do
