@@ -16,6 +16,7 @@ import threading
 _GETSIGNAL, _VALID_SIGNALS = _signal.getsignal, _signal.valid_signals
 _GETPROFILE, _GETTRACE = sys.getprofile, sys.gettrace
 _GC_CALLBACKS = gc.callbacks  # the interpreter's own list
+_MONITORING = getattr(sys, "monitoring", None)
 # Threads: threading's count (bound here: a kernel's own `threading.active_count` could answer the old
 # number) and _thread's (a thread started through _thread.start_new_thread is never in threading's).
 # Not seen: a native thread that calls into Python (a C callback on a thread of a library's own).
@@ -25,7 +26,7 @@ _ACTIVE_COUNT, _THREAD_COUNT = threading.active_count, getattr(_thread, "_count"
 def python_threads() -> tuple[int, int]:
     """(threading's count of live threads, _thread's count of threads it started that still run)."""
     return _ACTIVE_COUNT(), _THREAD_COUNT()
-_MONITORING = getattr(sys, "monitoring", None)
+
 
 # Names a namespace gains by itself as it runs: warnings' per-module registry.
 IGNORED_NAMES = frozenset({"__warningregistry__"})
