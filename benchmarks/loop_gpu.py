@@ -273,26 +273,44 @@ def autogk_figures(res: list[dict[str, Any]], start: str, best_commits: set[str]
     start: the parent's latencies in the first experiment whose parent is the start kernel; best: the
     candidate's in best's own experiment, else the latest experiment that timed best as its parent.
     A commit "is" a kernel when its kernel.py is the same text (a trunk merge and its experiment)."""
-    out: dict[str, Any] = {"start": {}, "best": {}, "start_from": None, "best_from": None}
+    out: dict[str, Any] = {"start": {}, "best": {}, "start_from": None, "best_from": None,
+                           "start_gpu": None, "best_gpu": None}
+
+    def found(label: str, r: dict[str, Any], lat: dict[str, float], role: str) -> None:
+        # the GPU its note names: a project carried from one machine to another (SA_FROM, IX_FROM) holds
+        # figures of a GPU other than the one the independent timer runs on
+        out[label], out[f"{label}_from"] = lat, f"#{r['experiment']} ({role})"
+        out[f"{label}_gpu"] = (r.get("environment") or {}).get("gpu")
+
     for r in res:
         if r.get("parent") and (r["parent"] == start or sources.get(r["parent"]) == start_src):
             lat = ab_latencies(r, "parent")
             if lat:
-                out["start"], out["start_from"] = lat, f"#{r['experiment']} (parent)"
+                found("start", r, lat, "parent")
                 break
     for r in res:
         if best_number is not None and r.get("experiment") == best_number:
             lat = ab_latencies(r, "candidate")
             if lat:
-                out["best"], out["best_from"] = lat, f"#{r['experiment']} (candidate)"
+                found("best", r, lat, "candidate")
     if not out["best"]:
         for r in reversed(res):
             if r.get("parent") and (r["parent"] in best_commits or sources.get(r["parent"]) == best_src):
                 lat = ab_latencies(r, "parent")
                 if lat:
-                    out["best"], out["best_from"] = lat, f"#{r['experiment']} (parent)"
+                    found("best", r, lat, "parent")
                     break
     return out
+
+
+def other_gpu(timing: dict[str, Any], ag: dict[str, Any]) -> str:
+    """'' where autogk's figures were measured on the GPU the independent timer ran on (or either is not
+    known), else what differs: a ratio of one GPU against a ratio of another is no check of either."""
+    here = (timing.get("env") or {}).get("gpu")
+    there = sorted({g for g in (ag.get("start_gpu"), ag.get("best_gpu")) if g})
+    if not here or not there or there == [here]:
+        return ""
+    return f"autogk's figures were measured on {' and '.join(there)}, the independent timer ran on {here}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,7 +554,9 @@ def axes_str(axes: dict[str, Any]) -> str:
 
 
 def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per workload: independent vs autogk figures, agreement, slowdowns; and the summary."""
+    """Per workload: independent vs autogk figures, agreement, slowdowns; and the summary. Where autogk's
+    figures come from another GPU than the independent timer's (other_gpu), no agreement is counted."""
+    elsewhere = other_gpu(timing, ag)
     rows = []
     for t in timing.get("rows", []):
         u = t["uuid"]
@@ -570,11 +590,11 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[
             r["ratio_autogk"] = r["autogk_best_us"] / r["autogk_start_us"]
         if "ratio_independent" in r and "ratio_autogk" in r:
             r["ratio_gap"] = r["ratio_independent"] / r["ratio_autogk"] - 1
-            r["agreement_applies"] = max(r["start_us"], r["best_us"]) >= AGREE_MIN_US
+            r["agreement_applies"] = max(r["start_us"], r["best_us"]) >= AGREE_MIN_US and not elsewhere
             r["agree"] = abs(r["ratio_gap"]) <= AGREE
         for tag in ("cupti", "cupti_w", "cupti_wr"):
             if f"ratio_{tag}" in r and "ratio_autogk" in r:
-                r[f"{tag}_applies"] = max(r[f"start_{tag}_us"], r[f"best_{tag}_us"]) >= AGREE_MIN_US
+                r[f"{tag}_applies"] = max(r[f"start_{tag}_us"], r[f"best_{tag}_us"]) >= AGREE_MIN_US and not elsewhere
                 r[f"{tag}_agree"] = abs(r[f"ratio_{tag}"] / r["ratio_autogk"] - 1) <= AGREE
         if "ratio_independent" in r:
             r["best_slower_independent"] = r["ratio_independent"] > 1 + SLOWER
@@ -586,7 +606,8 @@ def compare_rows(timing: dict[str, Any], ag: dict[str, Any]) -> tuple[list[dict[
             if r["reference_us"] and r[f"{k}_us"]:
                 r[f"{k}_speedup"] = r["reference_us"] / r[f"{k}_us"]
         rows.append(r)
-    summ: dict[str, Any] = {}
+    summ: dict[str, Any] = {"other_gpu": elsewhere, "autogk_gpu": ag.get("best_gpu") or ag.get("start_gpu"),
+                            "timer_gpu": (timing.get("env") or {}).get("gpu")}
     applies = [r for r in rows if r.get("agreement_applies")]
     summ["agreement"] = {"workloads_checked": len(applies), "agree": sum(bool(r["agree"]) for r in applies),
                          "disagree": [axes_str(r["axes"]) for r in applies if not r["agree"]],
@@ -666,10 +687,15 @@ def markdown(res: dict[str, Any]) -> str:
     if it:
         L += [f"Loop: `autogk iterate` rc {it.get('rc')}, {it.get('wall_s', 0):.0f} s, stop: "
               f"{(it.get('report') or {}).get('stop_reason', '?')}. Log: `{it.get('log')}`.", ""]
+    def device(env: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in env.items() if k in ("gpu", "device", "torch", "triton", "cuda", "driver"))
+
     env = res.get("environment") or {}
+    here = (res.get("timing") or {}).get("env") or {}
     if env:
-        L += ["Device: " + ", ".join(f"{k} {v}" for k, v in env.items() if k in
-                                     ("gpu", "device", "torch", "triton", "cuda", "driver")) + ".", ""]
+        L += [f"Device of autogk's figures (the project's last result note): {device(env)}.", ""]
+    if here:
+        L += [f"Device of the independent timer (this call): {device(here)}.", ""]
     exps = res.get("experiments") or []
     if exps:
         L += ["## Experiments", "",
@@ -736,6 +762,9 @@ def markdown(res: dict[str, Any]) -> str:
                      f"{r['note'].splitlines()[0][:120] if r['note'] else ''} |")
         s = res.get("summary") or {}
         ag = s.get("agreement") or {}
+        if s.get("other_gpu"):
+            L += ["", f"- **no agreement counted**: {s['other_gpu']}; autogk's columns are that GPU's, the "
+                      "independent ones this machine's"]
         L += ["", f"- agreement (best/start, autogk vs independent, {ag.get('rule', '')}): "
                   f"{ag.get('agree')} of {ag.get('workloads_checked')}"
                   + (f"; disagree: {'; '.join(ag['disagree'])}" if ag.get("disagree") else ""),
@@ -752,8 +781,10 @@ def markdown(res: dict[str, Any]) -> str:
               f"us, best {fnum(s.get('total_us_best'), '{:,.1f}')} us",
               "- mean latency a workload, start -> best: " + ("; ".join(
                   f"{label} {m['start']:.2f} -> {m['best']:.2f} us ({m['workloads']} workloads)"
-                  for label, m in (("autogk (the judge's CUPTI)", s.get("mean_us_autogk")),
-                                   ("independent CUPTI (write flush, own copies)", s.get("mean_us_cupti_wr")),
+                  for label, m in ((f"autogk (the judge's CUPTI{', ' + s['autogk_gpu'] if s.get('autogk_gpu') else ''})",
+                                    s.get("mean_us_autogk")),
+                                   (f"independent CUPTI (write flush, own copies{', ' + s['timer_gpu'] if s.get('timer_gpu') else ''})",
+                                    s.get("mean_us_cupti_wr")),
                                    ("independent graph replay", s.get("mean_us_graph"))) if m) or "-"),
               "- best's share of the physical floor (floor / latency, graph replay): " + (
                   "mean {mean:.1f} %, median {median:.1f} %, {min:.1f}-{max:.1f} %; within 3x of the floor "

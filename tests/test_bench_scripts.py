@@ -119,6 +119,25 @@ def test_the_agreement_on_the_judges_conditions_is_read_on_its_own_figures():
     assert summ["agreement_cupti_wr"]["agree"] == 1 and "own copy" in summ["agreement_cupti_wr"]["rule"]
 
 
+def test_figures_of_another_gpu_are_not_counted_as_agreement():
+    """A project carried from an H200 call to an H100 one (IX_FROM, session 66): autogk's figures in its
+    notes are the H200's, the independent timer's the H100's; their ratios were counted as agreeing or not."""
+    lg = load("loop_gpu")
+    row = {"uuid": "a", "axes": {"b": 8}, "start": {"graph_us": 48.0, "cupti_wr_us": 44.0, "correct": True},
+           "best": {"graph_us": 20.0, "cupti_wr_us": 18.0, "correct": True}}
+    ab = {label: {"a": {"latency_us": us}} for label, us in (("parent", 43.9), ("candidate", 16.2))}
+    res = [{"experiment": 1, "parent": "s0", "environment": {"gpu": "NVIDIA H200"},
+            "stages": {"ab": {"workloads": ab}}}]
+    ag = lg.autogk_figures(res, "s0", {"b1"}, 1, "start", "best", {})
+    assert ag["start_gpu"] == ag["best_gpu"] == "NVIDIA H200"
+    rows, summ = lg.compare_rows({"rows": [row], "env": {"gpu": "NVIDIA H100 80GB HBM3"}}, ag)
+    assert not rows[0]["agreement_applies"] and not rows[0]["cupti_wr_applies"]
+    assert summ["agreement"]["workloads_checked"] == 0 and summ["agreement_cupti_wr"]["workloads_checked"] == 0
+    assert "NVIDIA H200" in summ["other_gpu"] and "H100" in summ["other_gpu"]
+    rows, summ = lg.compare_rows({"rows": [row], "env": {"gpu": "NVIDIA H200"}}, ag)  # the same GPU: counted
+    assert rows[0]["agreement_applies"] and summ["agreement"]["workloads_checked"] == 1 and not summ["other_gpu"]
+
+
 def test_a_calls_time_is_also_read_kernel_by_kernel():
     dsa = load("dsa_bench")
     flush = {"reduce_kernel"}
