@@ -171,8 +171,12 @@ for step in "$@"; do
       # the profile on (ncu after each keep, ~17 s): the trunk's figures in the project for the next attempt
       # SA_GUARD / IX_GUARD=G: the project's [bench] guard (default 0.02), as a user who accepts trades sets it
       g=""; [ -n "$guard" ] && g="AUTOGK_BENCH_GUARD=$guard"
+      # --wall-limit: loop_gpu.py starts no experiment later than --grace before the room it keeps for the timing
+      # and the bundle; a grace of 60 s lets a usual attempt (~55 s with its ncu profile on an H100) finish
+      # (session 66: without it the step's limit cut the sixth attempt's rounds, and with them the bundle
+      # and the independent timing of five keeps)
       env $g AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
-        --target $t -n "$n" --max-time $(( lim - 40 )) --grace 20 --timing-budget-s 12 \
+        --target $t -n "$n" --max-time $(( lim - 40 )) --grace 60 --timing-budget-s 12 --wall-limit $(( lim - 5 )) \
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$proj" --out "$W/$s" \
         > "$W/$s.log" 2>&1
       log "$s" $?

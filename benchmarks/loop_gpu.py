@@ -984,6 +984,17 @@ def main() -> int:
         step("iterate", iterate)
     lines = state.get("lines", [])
 
+    def bundle() -> None:
+        # Every ref (trunk, experiment branches, result notes): the project can be rebuilt elsewhere, e.g. to
+        # run `autogk report` on a machine with matplotlib (see the markdown's last lines). Made right after
+        # the loop, before the read-out and the timing: a run cut during those (session 66: a device step's
+        # limit) still leaves its experiments.
+        dest = out / f"project_{tgt}.bundle"
+        git_out(root, "bundle", "create", str(dest), "--all")
+        res["bundle"] = str(dest)
+
+    step("bundle", bundle)
+
     def notes() -> None:
         # Walls from earlier calls on the same project (--project) are kept beside its git folder.
         keep = root / ".git" / "loopgpu-walls.json"
@@ -1122,14 +1133,6 @@ def main() -> int:
 
     step("report", report)
 
-    def bundle() -> None:
-        # Every ref (trunk, experiment branches, result notes): the project can be rebuilt elsewhere, e.g. to
-        # run `autogk report` on a machine with matplotlib (see the markdown's last lines).
-        dest = out / f"project_{tgt}.bundle"
-        git_out(root, "bundle", "create", str(dest), "--all")
-        res["bundle"] = str(dest)
-
-    step("bundle", bundle)
     write()
     say(f"wrote {md_path}, {json_path} ({res['wall_s']:.0f} s; errors: {', '.join(res['errors']) or 'none'})")
     print(md_path.read_text(), flush=True)
