@@ -18,7 +18,8 @@
 #               experiments take ~190 s; 240 left iterate 75 s, 5 experiments, on 2026-12-04)
 #   sa[=S]      the flagship's sparse-attention attempts (benchmarks/flagship/attempt.py as the coding agent)
 #               in a fresh project through benchmarks/loop_gpu.py, one experiment an attempt, ncu on each keep
-#               (default 150; ~35 s an experiment, ~17 s a profile, the independent timer's 12 s after);
+#               (default 150; ~35-55 s an experiment, ~17-25 s a profile, the independent timer's 25 s after,
+#               which also times each keep's kernel against its parent's: loop_gpu.py --time-keeps);
 #               SA_GUARD=G in the environment sets the project's [bench] guard for sa and satune (default 0.02);
 #               SA_FROM=BUNDLE goes on in the project of an earlier call's bundle (project_*.bundle under
 #               benchmarks/results/), judging only the attempts its history does not name
@@ -176,7 +177,7 @@ for step in "$@"; do
       # (session 66: without it the step's limit cut the sixth attempt's rounds, and with them the bundle
       # and the independent timing of five keeps)
       env $g AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
-        --target $t -n "$n" --max-time $(( lim - 40 )) --grace 60 --timing-budget-s 12 --wall-limit $(( lim - 5 )) \
+        --target $t -n "$n" --max-time $(( lim - 40 )) --grace 60 --timing-budget-s 25 --wall-limit $(( lim - 5 )) --time-keeps \
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$proj" --out "$W/$s" \
         > "$W/$s.log" 2>&1
       log "$s" $?

@@ -251,6 +251,7 @@ def read_experiments(root: Path, target: str, iterate_report: dict[str, Any], lo
             "parent_drift": (v.get("parent_drift") or {}).get("ratio"),  # the trunk's kernel now / at its keep
             "parent_drift_worst": ((v.get("parent_drift") or {}).get("worst") or {}).get("ratio"),  # its worst workload
             "latency_us": {u: {"parent": par.get(u), "candidate": cand.get(u)} for u in sorted(set(cand) | set(par))},
+            "gpu": (r.get("environment") or {}).get("gpu"),
         })
     return rows, res
 
@@ -264,6 +265,30 @@ def kernel_files(root: Path, target: str, rev: str) -> dict[str, str]:
     if "kernel.py" not in files:
         raise RuntimeError(f"no kernel.py for {target} at {rev}")
     return files
+
+
+def keep_kernels(root: Path, target: str, exps: list[dict[str, Any]], known: dict[str, dict[str, str]]
+                 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+    """Each kept experiment's kernel and its parent's, labelled by their files (one label a kernel: the
+    start's or best's where they are the same files): ([{experiment, label, parent_label}], the files of the
+    labels `known` does not hold)."""
+    by_files = {json.dumps(fs, sort_keys=True): label for label, fs in known.items()}
+    extra: dict[str, dict[str, str]] = {}
+
+    def label_of(rev: str, name: str) -> str:
+        fs = kernel_files(root, target, rev)
+        key = json.dumps(fs, sort_keys=True)
+        if key not in by_files:
+            by_files[key], extra[name] = name, fs
+        return by_files[key]
+
+    keeps = []
+    for e in exps:
+        if e.get("decision") == "keep" and e.get("commit") and e.get("parent"):
+            n = e["experiment"]
+            keeps.append({"experiment": n, "label": label_of(e["commit"], f"keep{n}"),
+                          "parent_label": label_of(e["parent"], f"parent{n}")})
+    return keeps, extra
 
 
 def autogk_figures(res: list[dict[str, Any]], start: str, best_commits: set[str], best_number: int | None,
@@ -311,6 +336,45 @@ def other_gpu(timing: dict[str, Any], ag: dict[str, Any]) -> str:
     if not here or not there or there == [here]:
         return ""
     return f"autogk's figures were measured on {' and '.join(there)}, the independent timer ran on {here}"
+
+
+def keep_rows(timing: dict[str, Any], keeps: list[dict[str, Any]], exps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each kept experiment's ratio against its parent, by autogk (its ab stage, on the GPU its note names)
+    and by the independent CUPTI under the judge's conditions (write flush, each call on its own copy),
+    per workload and as a geometric mean over the workloads both timed (--time-keeps)."""
+    here = (timing.get("env") or {}).get("gpu")
+    by_n = {e.get("experiment"): e for e in exps}
+    out = []
+    for k in keeps:
+        e = by_n.get(k["experiment"]) or {}
+        elsewhere = bool(here and e.get("gpu") and e["gpu"] != here)
+        per, both, applies, agree = [], [], 0, 0
+        for t in timing.get("rows", []):
+            c, p = (t.get(k["label"]) or {}).get("cupti_wr_us"), (t.get(k["parent_label"]) or {}).get("cupti_wr_us")
+            lat = (e.get("latency_us") or {}).get(t["uuid"]) or {}
+            ag = lat["candidate"] / lat["parent"] if lat.get("candidate") and lat.get("parent") else None
+            ind = c / p if c and p else None
+            row = {"uuid": t["uuid"], "axes": t.get("axes", {}), "autogk": ag, "independent": ind}
+            if ag and ind:
+                both.append((ag, ind))
+                if max(c, p) >= AGREE_MIN_US and not elsewhere:
+                    applies += 1
+                    row["agree"] = abs(ind / ag - 1) <= AGREE
+                    agree += row["agree"]
+            per.append(row)
+
+        def gm(xs: list[float]) -> float | None:
+            return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
+
+        # over the workloads both timed; where they share none (autogk's figures untimed, the CPU's), each
+        # over its own
+        ags = [a for a, _ in both] or [r["autogk"] for r in per if r["autogk"]]
+        inds = [i for _, i in both] or [r["independent"] for r in per if r["independent"]]
+        out.append({**k, "change": e.get("change", ""), "gpu": e.get("gpu"), "other_gpu": elsewhere,
+                    "ratio_autogk": gm(ags), "ratio_independent": gm(inds), "workloads_both": len(both),
+                    "workloads_independent": len(inds), "workloads_checked": applies, "agree": agree,
+                    "workloads": per})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,6 +530,13 @@ def timing_main(job_path: Path) -> int:
             for label, outs in outs_of.items():
                 r = rec[label]
                 run = kernels[label].run
+                if label in job.get("wr_only", ()):  # a keep's kernel or its parent's (--time-keeps): the
+                    try:                             # judge's conditions alone, the figure each keep is read by
+                        r["cupti_wr_us"], r["cupti_wr_copies"] = dsa.cupti_median_rotated(
+                            run, args, lambda: checks.alloc_outputs(definition, axes, device, 0), wflush, job["reps"])
+                    except Exception as e:  # noqa: BLE001 - said on the row
+                        r["cupti_wr_error"] = short_error(e)[:400]
+                    continue
                 try:
                     r["graph_us"] = dsa.graph_median(lambda run=run, outs=outs, a=args: run(*a, *outs), flush, job["reps"])
                     r["method"] = "graph"
@@ -527,7 +598,7 @@ def timing_main(job_path: Path) -> int:
             rec["reference_us"] = ref_one_s * 1e6
             rec["reference_reps"] = 1
         rec["seconds"] = round(time.monotonic() - t_wl, 2)
-        print(json.dumps({k: v for k, v in rec.items() if k not in ("start", "best")} |
+        print(json.dumps({k: v for k, v in rec.items() if k not in kernels} |
                          {lab: {k: v for k, v in rec.get(lab, {}).items() if k != "error"} for lab in kernels}),
               file=sys.stderr, flush=True)  # stderr: the parent streams it as it comes
         save()
@@ -672,6 +743,25 @@ def kernel_table(rows: list[dict[str, Any]]) -> list[str]:
     return L
 
 
+def keep_table(keeps: list[dict[str, Any]]) -> list[str]:
+    """--time-keeps: each keep's ratio against its parent, autogk's and the independent CUPTI's."""
+    if not keeps:
+        return []
+    L = ["", "## Each keep against its parent (--time-keeps)", "",
+         "Geometric means over the workloads both timed; independent: this script's CUPTI after a write flush, "
+         f"each call on its own copy (the judge's conditions); agree: within {AGREE:.0%} where the kernel takes >= "
+         f"{AGREE_MIN_US:g} us, on the same GPU.", "",
+         "| # | change | autogk | independent | workloads both timed (independent alone) | agree | GPU of autogk's figures |",
+         "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+    for k in keeps:
+        agree = ("other GPU: not compared" if k["other_gpu"] else
+                 f"{k['agree']} of {k['workloads_checked']}" if k["workloads_checked"] else "- (none >= 10 us)")
+        L.append(f"| {k['experiment']} | {(k.get('change') or '')[:80]} | {fnum(k['ratio_autogk'], '{:.4f}')} | "
+                 f"{fnum(k['ratio_independent'], '{:.4f}')} | {k['workloads_both']} ({k['workloads_independent']}) | "
+                 f"{agree} | {k.get('gpu') or '-'} |")
+    return L
+
+
 def markdown(res: dict[str, Any]) -> str:
     a = res["args"]
     gpu = a["backend"] != "interpret"
@@ -795,6 +885,7 @@ def markdown(res: dict[str, Any]) -> str:
               f"best {fnum(s.get('contest_score_best'), '{:.2f}')}x over {s.get('contest_workloads_best')}"]
         if not gpu:
             L += ["", "CPU smoke: the figures above are host wall times of the Triton interpreter, not latencies."]
+        L += keep_table(res.get("keeps") or [])
         L += kernel_table(rows)
         if t.get("total_s") is not None:
             L += [f"- independent timing: {t.get('total_s')} s in all ({t.get('setup_s')} s setup: imports, ceilings)"]
@@ -839,6 +930,9 @@ def main() -> int:
     ap.add_argument("--ref-reps", type=int, default=5, help="most timed reference calls per workload")
     ap.add_argument("--ref-wl-s", type=float, default=1.5, help="reference timing budget per workload (s)")
     ap.add_argument("--ref-total-s", type=float, default=25.0, help="reference budget over all workloads (s)")
+    ap.add_argument("--time-keeps", action="store_true",
+                    help="also time each kept experiment's kernel and its parent's (independent CUPTI under the "
+                         "judge's conditions) and compare each keep's ratio with autogk's")
     ap.add_argument("--timing-budget-s", type=float, default=65.0,
                     help="no new workload is timed after this many seconds of the timing loop")
     ap.add_argument("--wall-limit", type=float, default=0.0,
@@ -1056,6 +1150,16 @@ def main() -> int:
                 (d / name).write_text(text)
         info["same_kernel"] = files["start"] == files["best"]
         info["kernel_dirs"] = {k: str(kd / k) for k in files}
+        if args.time_keeps:  # each keep's kernel and its parent's, timed under the judge's conditions only
+            info["keeps"], extra = keep_kernels(root, tgt, res.get("experiments") or [], files)
+            for label, fs in extra.items():
+                d = kd / label
+                shutil.rmtree(d, ignore_errors=True)
+                for name, text in fs.items():
+                    (d / name).parent.mkdir(parents=True, exist_ok=True)
+                    (d / name).write_text(text)
+                info["kernel_dirs"][label] = str(d)
+            info["wr_only"] = sorted(extra)
         # autogk's own figures: which text each measured parent had
         raw = state.get("raw") or []
         parents = {r.get("parent") for r in raw if r.get("parent")}
@@ -1086,7 +1190,7 @@ def main() -> int:
                "device": "cuda" if gpu else "cpu", "out": str(out / f"timing_{tgt}.json"), "reps": args.reps,
                "ref_reps": args.ref_reps, "ref_wl_s": args.ref_wl_s, "ref_total_s": args.ref_total_s,
                "budget_s": args.timing_budget_s, "cpu_max_numel": project.config.bench.cpu_max_numel,
-               "fake_timer": args.fake_timer, "workloads_file": wfile}
+               "fake_timer": args.fake_timer, "workloads_file": wfile, "wr_only": b.get("wr_only") or []}
         jp = out / f"timing_job_{tgt}.json"
         jp.write_text(json.dumps(job, indent=1))
         env = cli_env()
@@ -1103,6 +1207,8 @@ def main() -> int:
         ag = state.get("ag") or {"start": {}, "best": {}}
         rows, summ = compare_rows(timing_state, ag)
         res["workloads"], res["summary"] = rows, summ
+        if b.get("keeps"):
+            res["keeps"] = keep_rows(timing_state, b["keeps"], res.get("experiments") or [])
         if r["rc"] or not timing_state.get("done"):
             raise RuntimeError(f"the timing child ended with rc {r['rc']}, done={timing_state.get('done')}: "
                                f"{' | '.join(x for _, x in r['lines'][-5:])[-1500:]} (log {out / f'timing_{tgt}.log'})")

@@ -138,6 +138,29 @@ def test_figures_of_another_gpu_are_not_counted_as_agreement():
     assert rows[0]["agreement_applies"] and summ["agreement"]["workloads_checked"] == 1 and not summ["other_gpu"]
 
 
+def test_each_keep_is_read_against_its_parent_by_both_timers():
+    """--time-keeps: a keep's ratio by autogk (its ab stage) beside the independent CUPTI of its kernel over
+    its parent's, agreement counted only from 10 us up and on the GPU autogk's figures came from."""
+    lg = load("loop_gpu")
+    rows = [{"uuid": "a", "axes": {"b": 1}, "start": {"cupti_wr_us": 20.0}, "keep1": {"cupti_wr_us": 15.0},
+             "best": {"cupti_wr_us": 12.0}},
+            {"uuid": "b", "axes": {"b": 2}, "start": {"cupti_wr_us": 4.0}, "keep1": {"cupti_wr_us": 2.0},
+             "best": {"cupti_wr_us": 1.0}}]
+    exps = [{"experiment": 1, "change": "one", "gpu": "NVIDIA H100 80GB HBM3",
+             "latency_us": {"a": {"parent": 21.0, "candidate": 15.5}, "b": {"parent": 4.1, "candidate": 2.0}}},
+            {"experiment": 2, "change": "two", "gpu": "NVIDIA H200",
+             "latency_us": {"a": {"parent": 15.0, "candidate": 12.1}}}]
+    keeps = [{"experiment": 1, "label": "keep1", "parent_label": "start"},
+             {"experiment": 2, "label": "best", "parent_label": "keep1"}]
+    k1, k2 = lg.keep_rows({"rows": rows, "env": {"gpu": "NVIDIA H100 80GB HBM3"}}, keeps, exps)
+    assert k1["workloads_both"] == 2 and k1["workloads_checked"] == 1 and k1["agree"] == 1  # b is under 10 us
+    assert abs(k1["ratio_independent"] - (0.75 * 0.5) ** 0.5) < 1e-9
+    assert abs(k1["ratio_autogk"] - ((15.5 / 21.0) * (2.0 / 4.1)) ** 0.5) < 1e-9
+    assert k2["other_gpu"] and k2["workloads_checked"] == 0 and k2["workloads_both"] == 1  # the H200's figures
+    table = "\n".join(lg.keep_table([k1, k2]))
+    assert "| 1 | one | " in table and "| 1 of 1 |" in table and "other GPU: not compared" in table, table
+
+
 def test_a_calls_time_is_also_read_kernel_by_kernel():
     dsa = load("dsa_bench")
     flush = {"reduce_kernel"}
