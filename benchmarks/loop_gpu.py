@@ -29,7 +29,8 @@ Steps, each wrapped so that a failure is written into the outputs and the rest s
 1. `autogk init PROJ --example TARGET` in a temp dir (MLflow off, foreground hooks);
 2. `autogk iterate -n N --agent tune --backend B --max-time T --json`, its progress streamed to stdout
    and to OUT/iterate_TARGET.log (killed, with its whole process tree, at T + --grace seconds);
-3. the result notes: per experiment the change, decision, objective ratio and interval, worst workload,
+3. the project's bundle (OUT/project_TARGET.bundle), right after the loop: a run cut later keeps it;
+   the result notes: per experiment the change, decision, objective ratio and interval, worst workload,
    wall seconds (three sources: the note's bench_wall_s, iterate's own bench_s, and the time from this
    experiment's "proposing" line to the next one in the log) and per-workload parent/candidate latencies
    of the ab stage;
@@ -48,7 +49,10 @@ Steps, each wrapped so that a failure is written into the outputs and the rest s
    ratio matched this one within 5 % at batch 8192, where the read flush on one input set differed by 8-9 %,
    benchmarks/agreement_probe.py), and the reference host-inclusive with events (dsa_bench.events_median; reps capped by a
    per-workload and a total budget); the floor from dsa_bench.floor_us for the DSA targets, else
-   bytes in + out over the measured copy bandwidth (dsa_bench.ceilings);
+   bytes in + out over the measured copy bandwidth (dsa_bench.ceilings). With --time-keeps, each kept
+   experiment's kernel and its parent's too, by the last CUPTI figure only (the judge's conditions), so
+   each keep's ratio stands beside autogk's. autogk's figures are the GPU's its notes name: where that is
+   not this machine's (a project carried between calls), no agreement is counted;
 5. `autogk report --no-mlflow`: its PNG copied to OUT/report_gpu_TARGET.png (report_cpu_ on interpret);
 6. OUT/loop_TARGET.md and OUT/loop_TARGET.json.
 """
