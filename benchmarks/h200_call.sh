@@ -169,7 +169,7 @@ for step in "$@"; do
         echo "restored from $from; attempts not in its history: $n" >> "$W/${s}_attempts.txt"
         [ "$n" -eq 0 ] && { log "$s (nothing new to try in $from)" 0; continue; }
       fi
-      # the profile on (ncu after each keep, ~17 s): the trunk's figures in the project for the next attempt
+      # the profile on (ncu after each keep, 17-25 s on DSA): the trunk's figures in the project for the next attempt
       # SA_GUARD / IX_GUARD=G: the project's [bench] guard (default 0.02), as a user who accepts trades sets it
       g=""; [ -n "$guard" ] && g="AUTOGK_BENCH_GUARD=$guard"
       # --wall-limit: loop_gpu.py starts no experiment later than --grace before the room it keeps for the timing
