@@ -781,6 +781,7 @@ def markdown(res: dict[str, Any]) -> str:
     if it:
         L += [f"Loop: `autogk iterate` rc {it.get('rc')}, {it.get('wall_s', 0):.0f} s, stop: "
               f"{(it.get('report') or {}).get('stop_reason', '?')}. Log: `{it.get('log')}`.", ""]
+
     def device(env: dict[str, Any]) -> str:
         return ", ".join(f"{k} {v}" for k, v in env.items() if k in ("gpu", "device", "torch", "triton", "cuda", "driver"))
 
