@@ -302,3 +302,50 @@ def test_floor_falls_back_to_the_generic_rule_and_says_so():
         raise KeyError("no such input")
     fl = jinputs.floor_of(d, axes, types.SimpleNamespace(floor=broken), lambda: [None] * 6)
     assert fl["bytes"] == generic and fl["rule"].startswith(rule) and "inputs.py floor failed" in fl["rule"]
+
+
+def test_run_indices_places_each_run_as_its_docstring_says():
+    """The one-scatter `run_indices` against the rule written out run by run (the loop it replaced): row t
+    holds its runs of consecutive ids in order from column 0, then -1; each run starts at a block boundary
+    the seed drew, never sharing a block with another. Same seed, same ids: nothing a workload's note or a
+    fast reference's proof depends on moves."""
+    import random
+    gen_mod = load_gen(SA)
+
+    def spelled_out(runs, blocks, seed):
+        gen = torch.Generator().manual_seed(seed)
+        t = len(runs)
+        out = torch.full((t, gen_mod.TOPK), -1, dtype=torch.int32)
+        flat = [(row, n) for row, lengths in enumerate(runs) for n in lengths]
+        if not flat:
+            return out
+        sizes = torch.tensor([-(-n // gen_mod.PAGE) for _, n in flat], dtype=torch.int64)
+        free = blocks - int(sizes.sum())
+        order = torch.randperm(len(flat), generator=gen)
+        gaps = torch.sort(torch.randint(0, free + 1, (len(flat),), generator=gen)).values
+        starts = torch.empty(len(flat), dtype=torch.int64)
+        starts[order] = gaps + torch.cumsum(sizes[order], 0) - sizes[order]
+        fill = [0] * t
+        for (row, n), b in zip(flat, starts.tolist()):
+            out[row, fill[row]:fill[row] + n] = torch.arange(b * gen_mod.PAGE, b * gen_mod.PAGE + n, dtype=torch.int32)
+            fill[row] += n
+        return out
+
+    rng = random.Random(7)
+    cases = [([[]], 4), ([[1]], 1), ([[64, 65], [], [2048]], 40)]
+    for _ in range(60):
+        runs = []
+        for _ in range(rng.randint(1, 8)):
+            row, left = [], 2048
+            for _ in range(rng.randint(0, 6)):
+                n = rng.randint(1, min(left, rng.choice([3, 70, 700, 2048])))
+                row.append(n)
+                left -= n
+                if left == 0:
+                    break
+            runs.append(row)
+        cases.append((runs, sum(-(-n // 64) for r in runs for n in r) + rng.randint(0, 200)))
+    for runs, blocks in cases:
+        for seed in (0, 11):
+            got = gen_mod.run_indices(runs, blocks, torch.Generator().manual_seed(seed), "cpu")
+            assert torch.equal(got, spelled_out(runs, blocks, seed)), (runs, blocks, seed)
