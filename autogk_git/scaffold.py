@@ -97,10 +97,24 @@ def best_kernel(source: "Source") -> tuple[str, str]:
                           "leave --start out to begin from the starting kernel: "
                           f"autogk init DIR {'--example ' + name if source.bundled else '--definition FILE'}")
     folder = Path(str(resources.files("autogk_git.best_kernels").joinpath(name)))
-    note = folder / "SOURCE.md"  # its "From:" line says which run found it
+    return (folder / "kernel.py").read_text(), _origin(folder)
+
+
+def _origin(folder: Path) -> str:
+    """Where a shipped best kernel came from: its SOURCE.md's "From:" line, and the file."""
+    note = folder / "SOURCE.md"
     lines = note.read_text().splitlines() if note.is_file() else []
     origin = next((ln[len("From:"):].strip() for ln in lines if ln.startswith("From:")), "origin not recorded")
-    return (folder / "kernel.py").read_text(), f"{origin} (autogk_git/best_kernels/{name}/SOURCE.md)"
+    return f"{origin} (autogk_git/best_kernels/{folder.name}/SOURCE.md)"
+
+
+def shipped_best(definition_name: str, kernel_text: str) -> str | None:
+    """Where it came from, when kernel_text is the best known kernel autogk ships for this definition (what
+    `--start best` put on a trunk); else None."""
+    if definition_name not in best_kernels():
+        return None
+    folder = Path(str(resources.files("autogk_git.best_kernels").joinpath(definition_name)))
+    return _origin(folder) if (folder / "kernel.py").read_text() == kernel_text else None
 
 
 def is_sampling(definition: dict[str, Any]) -> bool:

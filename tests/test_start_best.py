@@ -141,8 +141,14 @@ def test_a_packed_dsa_kernel_is_a_flashinfer_bench_solution(tmp_path, target, st
     root = tmp_path / "demo"
     refused = autogk_in(root, "pack", check=False)  # nothing judged it yet: refused, with the way out
     assert refused.returncode == 1 and "--force" in refused.stderr
+    # The shipped best kernel is named as such, with the run that judged it (its SOURCE.md): not "a commit
+    # made outside an experiment", which is all the starting kernel can be said to be.
+    shipped = f"autogk_git/best_kernels/{target}/SOURCE.md"
+    assert (shipped in refused.stderr) == (start == "best"), refused.stderr
+    assert ("made outside an experiment" in refused.stderr) == (start == "starting"), refused.stderr
     autogk_in(root, "pack", "--force", "-o", str(tmp_path / "sol.json"))
     sol = json.loads((tmp_path / "sol.json").read_text())
+    assert (shipped in sol["description"]) == (start == "best"), sol["description"]
     definition = json.loads((EXAMPLES / target / "definition.json").read_text())
     check_solution_schema(sol, definition)
     kernel = (BEST if start == "best" else EXAMPLES) / target / "kernel.py"

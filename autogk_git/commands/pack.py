@@ -54,6 +54,13 @@ def refusal(project: Project, target_rel: str, sha: str, result: dict | None, ju
     """Why the kernel at sha is not one autogk vouches for (None: it is): archived, incorrect, held,
     unconfirmed (not judged, or judged on a subset of the workloads), or changed since it was judged."""
     if result is None or judged is None:
+        from autogk_git import scaffold
+        text = repo.show_file(project.root, sha, f"{target_rel}/kernel.py") or ""
+        definition = json.loads(repo.show_file(project.root, sha, f"{target_rel}/definition.json") or "{}")
+        origin = scaffold.shipped_best(definition.get("name", target_name), text)
+        if origin:  # `init --start best`: judged where it was found, never here
+            return (f"the kernel at {sha[:10]} is the best kernel autogk ships for {target_name}, judged in the run "
+                    f"that found it ({origin}), not by a judge of this project")
         return (f"no autogk result judged the kernel at {sha[:10]} (the trunk's starting kernel, or a commit "
                 "made outside an experiment)")
     num = f"#{result.get('experiment', 0):04d}"
