@@ -247,10 +247,13 @@ def read_kernel(kernel_file: Path, definition: dict[str, Any]) -> str:
 def next_steps(target: Target, kernel_src: str, cmd: str) -> list[str]:
     """What `iterate` needs before it can try anything: tunables, an API key, or a command agent."""
     from autogk_git import tunables
-    found = tunables.parse(kernel_src)
     iterate = f"{cmd} iterate --target {target.name}"
     if env.has_anthropic_api_key():
         return [f"next: {iterate}  (ANTHROPIC_API_KEY is set: Claude edits {target.rel}/kernel.py)"]
+    try:  # as the tuner reads them: a declaration it cannot read stops it at its first proposal
+        found = tunables.parse(kernel_src, strict=True, where=f"{target.rel}/kernel.py")
+    except tunables.TunableError as e:
+        return [f"the offline tuner would stop at once: {e.message}", f"next: {e.hint}, commit it, then: {iterate}"]
     if found:
         return [f"next: {iterate}  (the offline tuner tries the {len(found)} tunable(s) of kernel.py: "
                 f"{', '.join(found)}; with ANTHROPIC_API_KEY set, Claude edits the kernel instead)"]

@@ -110,6 +110,28 @@ def test_the_shipped_sparse_attention_best_kernel_is_correct_in_the_interpreter(
     assert out.stdout.count("BEST PASSED") == len(shapes)
 
 
+def test_every_shipped_kernel_is_one_the_tuner_reads_whole(tmp_path):
+    """The tuner reads a kernel's tunables strictly and stops at the first declaration it cannot read. The
+    shipped best indexer kernel had four with a note after the list of choices: `init --start best` said
+    "the offline tuner tries the 6 tunable(s)" (read leniently), and `iterate` then stopped before its first
+    experiment (session 66)."""
+    from types import SimpleNamespace
+
+    from autogk_git import scaffold, tunables
+    kernels = sorted(BEST.glob("*/kernel.py")) + sorted(EXAMPLES.glob("*/kernel.py"))
+    assert len(kernels) >= 6, kernels
+    for k in kernels:
+        assert tunables.parse(k.read_text(), strict=True, where=str(k.relative_to(REPO))), k
+    out = autogk_in(tmp_path, "init", "demo", "--example", IX, "--start", "best", "--no-check").stdout
+    found = tunables.parse((BEST / IX / "kernel.py").read_text(), strict=True)
+    assert f"the offline tuner tries the {len(found)} tunable(s)" in out and "RANK_TILE" in out, out
+    # A kernel the tuner cannot read: `init` says so, with the line, instead of counting the others.
+    bad = "BLOCK = 64  # autogk: tune [32, 64]\nMASK = True  # autogk: tune [True, False] (try off)\n"
+    lines = scaffold.next_steps(SimpleNamespace(name="t", rel="kernels/t"), bad, "autogk")
+    assert lines[0].startswith("the offline tuner would stop at once: kernels/t/kernel.py line 2"), lines
+    assert "MASK = True" in lines[0] and lines[1].startswith("next: write it as"), lines
+
+
 # --- pack: a FlashInfer-Bench Solution -----------------------------------------------------------------
 
 def check_solution_schema(sol: dict, definition: dict) -> None:

@@ -39,12 +39,16 @@ BLOCK_N = 128  # autogk: tune [32, 64, 128]
 NUM_WARPS = 4  # autogk: tune [4, 8]
 NUM_STAGES = 2  # autogk: tune [1, 2, 3]
 FP8_DOT = True  # autogk: tune [True, False]
-SELECT_WARPS = 8  # autogk: tune [4, 8, 16]  (per 4096 tokens a select program holds: 8192 takes twice, at most 16)
+# SELECT_WARPS: per 4096 tokens a select program holds (8192 takes twice, at most 16).
+SELECT_WARPS = 8  # autogk: tune [4, 8, 16]
 MAP_WARPS = 4  # autogk: tune [1, 2, 4, 8]
-RANK_TILE = 16  # autogk: tune [8, 16, 32]  (tokens a rank item ranks)
-RANK_CHUNK = 512  # autogk: tune [256, 512, 1024]  (keys a rank item compares with per step)
+# RANK_TILE: tokens a rank item ranks.
+RANK_TILE = 16  # autogk: tune [8, 16, 32]
+# RANK_CHUNK: keys a rank item compares with per step.
+RANK_CHUNK = 512  # autogk: tune [256, 512, 1024]
 RANK_WARPS = 8  # autogk: tune [4, 8]
-RANK_MAXNREG = 128  # autogk: tune [0, 128]  (0: no cap; 8 warps at <= 128 registers: two programs an SM)
+# RANK_MAXNREG: 0, no cap; 8 warps at <= 128 registers: two programs an SM.
+RANK_MAXNREG = 128  # autogk: tune [0, 128]
 SINGLE_MAX = 8192  # widest row whose scores stay in registers through the select
 CHUNK = 4096  # tokens per step when a row's scores are streamed
 SELECT_MAX = 16384  # widest block table the radix select takes; wider ones use torch.topk
