@@ -16,7 +16,9 @@ import threading
 _GETSIGNAL, _VALID_SIGNALS = _signal.getsignal, _signal.valid_signals
 _GETPROFILE, _GETTRACE = sys.getprofile, sys.gettrace
 _GC_CALLBACKS = gc.callbacks  # the interpreter's own list
+# sys.monitoring (3.12+): its readers, which a kernel can replace in the module to answer "no tool"
 _MONITORING = getattr(sys, "monitoring", None)
+_READ_TOOLS = (_MONITORING.get_tool, _MONITORING.get_events) if _MONITORING is not None else None
 # Threads: threading's count (bound here: a kernel's own `threading.active_count` could answer the old
 # number) and _thread's (a thread started through _thread.start_new_thread is never in threading's).
 # Not seen: a native thread that calls into Python (a C callback on a thread of a library's own).
@@ -59,9 +61,9 @@ def interpreter_hooks() -> tuple:
            ("threading.settrace", getattr(threading, "_trace_hook", None)),
            ("gc.callbacks", tuple(_GC_CALLBACKS)),
            ("sys.excepthook", sys.excepthook), ("sys.unraisablehook", sys.unraisablehook)]
-    mon = _MONITORING
-    if mon is not None:
-        out.append(("sys.monitoring", tuple((mon.get_tool(i), mon.get_events(i)) for i in range(6))))
+    if _READ_TOOLS is not None:
+        tool, events = _READ_TOOLS
+        out.append(("sys.monitoring", tuple((tool(i), events(i)) for i in range(6))))
     handlers = []
     for sig in sorted(_VALID_SIGNALS()):
         try:

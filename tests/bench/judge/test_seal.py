@@ -89,9 +89,52 @@ HOOKED = {  # label -> (what the kernel does at import, what the message names)
     "module_swap": ("import types, time as _t; m = types.ModuleType('time'); m.__dict__.update(vars(_t)); "
                     "sys.modules['time'] = m", "sys.modules['time']"),
 }
+MONITOR = ("sys.monitoring.use_tool_id(3, 'k'); "
+           "sys.monitoring.set_events(3, sys.monitoring.events.PY_RETURN)")
+# ... and hidden from the seal's reading: sys.monitoring's readers replaced to answer "no tool" for it
+MONITOR_HIDDEN = MONITOR + ("; _t, _e = sys.monitoring.get_tool, sys.monitoring.get_events; "
+                            "sys.monitoring.get_tool = lambda i: None if i == 3 else _t(i); "
+                            "sys.monitoring.get_events = lambda i: 0 if i == 3 else _e(i)")
 if hasattr(sys, "monitoring"):  # 3.12+: the H200 machine's python
-    HOOKED["monitoring"] = ("sys.monitoring.use_tool_id(3, 'k'); "
-                            "sys.monitoring.set_events(3, sys.monitoring.events.PY_RETURN)", "sys.monitoring")
+    HOOKED["monitoring"] = (MONITOR, "sys.monitoring")
+    HOOKED["monitoring_hidden"] = (MONITOR_HIDDEN, "sys.monitoring")
+
+
+def _python_with_monitoring() -> str | None:
+    """An interpreter of 3.12 or later: this one, else one on PATH or under pyenv's usual root."""
+    if hasattr(sys, "monitoring"):
+        return sys.executable
+    import glob
+    import shutil
+    import subprocess
+    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python")))
+    found += [shutil.which(f"python3.{m}") for m in range(12, 16)]
+    for f in found:  # the first that runs (a pyenv shim may name a version it will not start)
+        if f and subprocess.run([f, "-c", "import sys; sys.monitoring"], capture_output=True).returncode == 0:
+            return f
+    return None
+
+
+PY312 = _python_with_monitoring()  # read at import, before the tests' own HOME
+
+
+@pytest.mark.skipif(PY312 is None, reason="no Python 3.12+ here (sys.monitoring is 3.12's)")
+def test_a_monitoring_tool_hidden_from_its_readers_is_still_seen(tmp_path):
+    """The seal's reading of sys.monitoring on its own (seal.py needs only the standard library at import),
+    in a 3.12+ interpreter where this suite's is older: a tool whose readers the kernel replaced to answer
+    "no tool" was the same hooks as before on the old code (the readers were looked up at each check)."""
+    import subprocess
+    seal_py = Path(runner.__file__).resolve().parent / "judge" / "seal.py"
+    script = ("import importlib.util, sys\n"
+              f"spec = importlib.util.spec_from_file_location('seal_alone', {str(seal_py)!r})\n"
+              "seal = importlib.util.module_from_spec(spec); spec.loader.exec_module(seal)\n"
+              "before = seal.interpreter_hooks()\n"
+              f"{MONITOR_HIDDEN.replace('; ', chr(10))}\n"
+              "assert sys.monitoring.get_tool(3) is None and sys.monitoring.get_events(3) == 0\n"
+              "print('SEEN' if seal.interpreter_hooks() != before else 'HIDDEN')\n")
+    out = subprocess.run([PY312, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["SEEN"], out.stdout
 
 
 def hooked_source(install: str) -> dict:
