@@ -193,7 +193,9 @@ def main(argv: list[str]) -> int:
         conn.send(("load_error", e.status, str(e)))
         return 0
     except BaseException as e:  # noqa: BLE001 - any import failure is the kernel's
-        conn.send(("load_error", Status.COMPILE_ERROR, calls.short_tb(e)))
+        # a hook the seal refused raised here: tampering, not a failed import
+        conn.send(("load_error", Status.TAMPERED, f"on import: {tampered()}") if tampered() else
+                  ("load_error", Status.COMPILE_ERROR, calls.short_tb(e)))
         return 0
     step("kernel_import")
     conn.send(("ready", confined, steps))
@@ -229,7 +231,8 @@ def main(argv: list[str]) -> int:
                         calls.snapshot(snaps, outs)
                     calls.stream_wait(device)
             except BaseException as e:  # noqa: BLE001 - the kernel's failure, reported as data
-                conn.send(("error", calls.classify(e), calls.short_tb(e)))
+                conn.send(("error", Status.TAMPERED, tampered()) if tampered() else
+                          ("error", calls.classify(e), calls.short_tb(e)))
                 calls.die_if_context_lost(e, device)
                 continue
             if tampered():
@@ -271,6 +274,8 @@ def main(argv: list[str]) -> int:
             except BaseException as e:  # noqa: BLE001
                 if timing is not None and isinstance(e, timing.TimerTampered):
                     reply = ("error", Status.TAMPERED, f"while timed: {e}")
+                elif tampered():  # a hook the seal refused raised inside the window
+                    reply = ("error", Status.TAMPERED, f"while timed: {tampered()}")
                 elif timing is not None and isinstance(e, timing.TimerError):
                     reply = ("timer_error", f"{type(e).__name__}: {e}")
                 else:

@@ -42,13 +42,28 @@ _AUDITING = False  # whether _audit is installed in this process
 
 
 def _audit(event: str, args) -> None:  # noqa: ARG001 - the audit hook's signature
-    """The seal's audit hook (one per process, it cannot be removed): a hook installed and removed again
-    between two checks (inside a timed window) is still heard. A second audit hook is refused (an audit
-    hook raising RuntimeError on "sys.addaudithook" keeps the new one out, silently)."""
+    """The seal's audit hook (one per process, it cannot be removed): each call of HOOK_EVENTS is heard, and
+    one that would install a hook is refused (the RuntimeError raised here stops it), so none is in place
+    even between two checks; what was heard makes the kernel TAMPERED. Heard alone, a hook set and removed
+    inside one window went unseen once the kernel emptied `_HEARD`, a list it reaches by name."""
     if event in HOOK_EVENTS:
         _HEARD.append(event)
-        if event == "sys.addaudithook":
-            raise RuntimeError("the judge's seal refuses another audit hook")
+        if _installs(event, args):
+            raise RuntimeError(f"the judge's seal refuses {event} in a kernel's process: an interpreter hook "
+                               "runs the kernel's code outside its calls")
+
+
+def _installs(event: str, args) -> bool:
+    """Whether the audited call would put a hook where there is none. Removing or replacing one already in
+    place is only heard (TAMPERED all the same): the judge's own profiler, when a person profiles a job
+    (AUTOGK_PROFILE_DIR), is set before the seal and removed at the process's end."""
+    if event == "sys.monitoring.register_callback":
+        return bool(args) and args[0] is not None
+    if event in ("sys.setprofile", "sys._setprofileallthreads"):
+        return _GETPROFILE() is None
+    if event in ("sys.settrace", "sys._settraceallthreads"):
+        return _GETTRACE() is None
+    return True  # another audit hook
 
 
 def interpreter_hooks() -> tuple:

@@ -158,3 +158,43 @@ def test_interpreter_hooks_set_by_a_kernel_are_tampering():
         r = got[label]
         assert r["status"] == "TAMPERED" and "on import" in r["message"], (label, r)
         assert named in r["message"], (label, r)
+
+
+# A trace function set inside a call, run, removed, and the seal's record of hearing it emptied (a list the
+# kernel reaches by name): the outputs are right only where the hook ran. On the old code the hook ran and
+# the kernel PASSED; now the seal refuses the hook outright, so it never runs.
+TRACE_CLEARED = '''import sys
+import torch
+
+def _helper():
+    return 1
+
+def run(x, bias, scale, out):
+    ran = []
+    def tracer(frame, event, arg):
+        ran.append(event)
+    try:
+        sys.settrace(tracer)
+        _helper()
+    except RuntimeError:
+        pass
+    finally:
+        sys.settrace(None)
+    seal = next(m for n, m in list(sys.modules.items()) if n.endswith(".seal") and hasattr(m, "_HEARD"))
+    seal._HEARD.clear()
+    torch.add(x * scale, bias, out=out)
+    if not ran:  # what the hook was for: the kernel's own code, run by the interpreter at its choosing
+        out.zero_()
+'''
+CAUGHT_NOT = TRACE_CLEARED.replace("    except RuntimeError:\n        pass\n", "")
+
+
+def test_a_hook_set_and_removed_inside_a_call_never_runs_even_with_the_seals_record_emptied():
+    j = {"version": 1, "stage": "quick", "definition": DEF, "workloads": WLS[:1], "generator": None,
+         "blob_root": ".", "seed": 3, "settings": {"trials": 1, "device": "cpu", "stress": False},
+         "sources": {"cleared": {"kernel.py": TRACE_CLEARED}, "raised": {"kernel.py": CAUGHT_NOT}}}
+    out = runner.run_worker(j, dict(os.environ, **ENV), 300)
+    got = {label: next(iter(w.values())) for label, w in out["labels"].items()}
+    assert got["cleared"]["status"] in ("TAMPERED", "INCORRECT_NUMERICAL"), got["cleared"]  # never PASSED
+    # not caught: the refusal is reported as the tampering it is, not as the kernel's runtime error
+    assert got["raised"]["status"] == "TAMPERED" and "sys.settrace" in got["raised"]["message"], got["raised"]
