@@ -96,8 +96,12 @@ def best_kernel(source: "Source") -> tuple[str, str]:
         raise AutogkError(f"--start best: {what}; targets with one: {', '.join(shipped) or 'none'}",
                           "leave --start out to begin from the starting kernel: "
                           f"autogk init DIR {'--example ' + name if source.bundled else '--definition FILE'}")
-    folder = Path(str(resources.files("autogk_git.best_kernels").joinpath(name)))
+    folder = _best_folder(name)
     return (folder / "kernel.py").read_text(), _origin(folder)
+
+
+def _best_folder(name: str) -> Path:
+    return Path(str(resources.files("autogk_git.best_kernels").joinpath(name)))
 
 
 def _origin(folder: Path) -> str:
@@ -113,7 +117,7 @@ def shipped_best(definition_name: str, kernel_text: str) -> str | None:
     `--start best` put on a trunk); else None."""
     if definition_name not in best_kernels():
         return None
-    folder = Path(str(resources.files("autogk_git.best_kernels").joinpath(definition_name)))
+    folder = _best_folder(definition_name)
     return _origin(folder) if (folder / "kernel.py").read_text() == kernel_text else None
 
 

@@ -50,14 +50,12 @@ def judged_result(project: Project, sha: str) -> tuple[dict | None, str | None]:
 
 
 def refusal(project: Project, target_rel: str, sha: str, result: dict | None, judged: str | None,
-            target_name: str) -> str | None:
+            target_name: str, kernel_text: str = "", definition_name: str = "") -> str | None:
     """Why the kernel at sha is not one autogk vouches for (None: it is): archived, incorrect, held,
     unconfirmed (not judged, or judged on a subset of the workloads), or changed since it was judged."""
     if result is None or judged is None:
         from autogk_git import scaffold
-        text = repo.show_file(project.root, sha, f"{target_rel}/kernel.py") or ""
-        definition = json.loads(repo.show_file(project.root, sha, f"{target_rel}/definition.json") or "{}")
-        origin = scaffold.shipped_best(definition.get("name", target_name), text)
+        origin = scaffold.shipped_best(definition_name or target_name, kernel_text)
         if origin:  # `init --start best`: judged where it was found, never here
             return (f"the kernel at {sha[:10]} is the best kernel autogk ships for {target_name}, judged in the run "
                     f"that found it ({origin}), not by a judge of this project")
@@ -132,14 +130,14 @@ def pack_rev(project: Project, target_name: str | None, rev: str | None, name: s
                           f"move them beside kernel.py in {target.rel}/")
     if "kernel.py" not in sources:
         raise AutogkError(f"{target.rel}/kernel.py does not exist at {sha[:10]}", "pass a revision that has it")
+    definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
+                            or json.dumps(target.definition))
     result, judged = judged_result(project, sha)
-    refused = refusal(project, target.rel, sha, result, judged, target.name)
+    refused = refusal(project, target.rel, sha, result, judged, target.name, sources["kernel.py"], definition["name"])
     if refused and not force:
         raise AutogkError(f"not packing {target.name} at {sha[:10]}: {refused}",
                           "pack a kernel kept on every workload (see `autogk best`), or pass --force to pack "
                           "it anyway (the Solution then says it is unconfirmed)")
-    definition = json.loads(repo.show_file(project.root, sha, f"{target.rel}/definition.json")
-                            or json.dumps(target.definition))
     who = author or settings.value(project.root, "user.name") or "autogk"
     desc = f"autogk: {target.name} at {sha[:10]}"
     if result:
