@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/readme_command_one.py                 # this checkout's HEAD
     .venv/bin/python benchmarks/readme_command_one.py 9f97b11 HEAD    # one after the other, same machine
+    .venv/bin/python benchmarks/readme_command_one.py --own-kernel    # the "Your own kernel" block instead
 
 Each revision is cloned into a temporary folder (hermetic git config, this interpreter's `autogk` on
 PATH), `main` is made there as the README's user has it, and README command 1 runs as written after its
@@ -41,7 +42,26 @@ def command_one() -> str:
     return m.group(1).replace(".venv/bin/autogk", str(BIN / "autogk"))
 
 
-def run(rev: str) -> dict:
+def own_kernel_block() -> str:
+    """The README's "Your own kernel" block as written, its `source .venv/bin/activate` this interpreter's, each
+    line's time printed (init, then iterate)."""
+    text = (REPO / "README.md").read_text()
+    m = re.search(r"^## Your own kernel\n+```bash\n(.*?)\n```", text, re.M | re.S)
+    if not m:
+        raise SystemExit('README has no ```bash block under "## Your own kernel"')
+    lines = m.group(1).replace("\\\n", " ").splitlines()
+    out = []
+    for line in lines:
+        cmd = line.split("#", 1)[0].strip()
+        if cmd.startswith("source .venv/bin/activate"):
+            out.append(f"source {BIN / 'activate'}")
+        elif cmd:
+            out.append(f"s=$(date +%s.%N); {cmd}; rc=$?; echo \"block-line {{$(date +%s.%N) - $s}} rc=$rc\" >&2; "
+                       "[ $rc = 0 ] || exit $rc")
+    return "\n".join(out)
+
+
+def run(rev: str, own_kernel: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="autogk-readme-one-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
@@ -58,20 +78,28 @@ def run(rev: str) -> dict:
                              env=env).stdout.strip()
         env["PYTHONPATH"] = str(root)  # the revision's own autogk_git, not this checkout's (the venv's is editable)
         cpu0, t0 = busy_cpu_s(), time.monotonic()
-        proc = subprocess.run(["bash", "-c", command_one()], cwd=root, capture_output=True, text=True, env=env,
-                              timeout=1800)
+        proc = subprocess.run(["bash", "-c", own_kernel_block() if own_kernel else command_one()], cwd=root,
+                              capture_output=True, text=True, env=env, timeout=1800)
         wall, cpu = time.monotonic() - t0, busy_cpu_s() - cpu0
-    return {"rev": rev, "commit": sha, "rc": proc.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu, 1),
-            "tail": proc.stdout.strip().splitlines()[-4:]}
+    rec = {"rev": rev, "commit": sha, "rc": proc.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu, 1),
+           "tail": proc.stdout.strip().splitlines()[-4:]}
+    if own_kernel:  # each command line's seconds, from the block-line marks on stderr
+        rec["lines_s"] = [round(float(a) - float(b), 1) for a, b in
+                          re.findall(r"block-line \{([\d.]+) - ([\d.]+)\}", proc.stderr)]
+        if proc.returncode:
+            rec["stderr_tail"] = proc.stderr.strip().splitlines()[-6:]
+    return rec
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("revs", nargs="*", default=["HEAD"], help="revisions of this repository (default: HEAD)")
+    ap.add_argument("--own-kernel", action="store_true",
+                    help='run the README\'s "Your own kernel" block as written instead of command 1')
     args = ap.parse_args()
     rc = 0
     for rev in args.revs:
-        rec = run(rev)
+        rec = run(rev, args.own_kernel)
         print(json.dumps(rec), flush=True)
         rc = rc or rec["rc"]
     return rc
