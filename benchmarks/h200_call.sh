@@ -28,6 +28,9 @@
 #   satune[=S]  autogk's own tuner continuing on the project that `sa` made (its trunk the last kept attempt),
 #               as a user runs `autogk iterate` with the tuner after a coding agent's changes; its independent
 #               timer after (default 240; 17-35 s an experiment on sparse attention, 2026-12-02 and -07)
+#   saloop[=S]  the loop on sparse attention's long-context set: a fresh project from the shipped best kernel
+#               (init --workload-set long --start best) judging only SALOOP_ATTEMPTS (default 25_long_calls_row_loop,
+#               comma-separated), then the independent timer on that set (default 300)
 #   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
@@ -113,7 +116,7 @@ SA_KERNEL=${SA_KERNEL:-autogk_git/best_kernels/dsa_sparse_attention_h16_ckv512_k
 # what the steps left, packed after each step and at the end, and on a TERM (bash runs the trap once the
 # step in hand has ended): a call cut before its last step still brings back what the earlier steps made
 pack() {
-  tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' --exclude='ixproj' \
+  tar czf "$OUT/$NAME.tgz" --exclude='kernels_*' --exclude='report_*' --exclude='saproj' --exclude='ixproj' --exclude='salproj' \
     -C /tmp "$NAME" 2>/dev/null
 }
 trap 'log "cut by a TERM" -; pack; exit 143' TERM INT
@@ -198,6 +201,23 @@ for step in "$@"; do
         > "$W/satune.log" 2>&1
       log satune $?
       grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/satune/loop_$t.md" > "$W/satune_summary.txt" 2>/dev/null ;;
+    saloop)
+      # the loop on the sparse attention's long-context set: a fresh project from the shipped best kernel
+      # (`init --workload-set long --start best`), offering only the attempts SALOOP_ATTEMPTS names (default
+      # 25_long_calls_row_loop: the calls of many tokens, which the contest-shaped set never makes), each judged
+      # by autogk on the long set; the independent timer after, on the same set (default 300)
+      lim=${lim:-300}; [ "$lim" -gt "$L" ] && lim=$L
+      t=$SA_T; only=${SALOOP_ATTEMPTS:-25_long_calls_row_loop}
+      n=$(echo "$only" | tr ',' '\n' | grep -c .)
+      g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
+      env $g AUTOGK_AGENT_SANDBOX=none FLAGSHIP_ATTEMPTS="$only" timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
+        --target $t -n "$n" --init-args "--workload-set long --start best" --max-time $(( lim - 60 )) --grace 90 \
+        --timing-budget-s 40 --wall-limit $(( lim - 5 )) --time-keeps \
+        --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/salproj" --out "$W/saloop" \
+        > "$W/saloop.log" 2>&1
+      log saloop $?
+      grep -E "^\| [0-9]+ \||median|agreement|geomean|reason|mean latency|of the physical floor" "$W/saloop/loop_$t.md" \
+        > "$W/saloop_summary.txt" 2>/dev/null ;;
     salong)
       # the long-context set's floor share: start and best of sa's project (or SA_FROM's) timed by loop_gpu.py's
       # independent timer on the target's workloads_long.jsonl, no loop run

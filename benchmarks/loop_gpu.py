@@ -65,6 +65,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -948,6 +949,8 @@ def main() -> int:
                          "calls), else made there; default: a fresh temp dir")
     ap.add_argument("--agent-command", default="",
                     help="run the loop with `--agent command` and this [agent] command instead of the tuner")
+    ap.add_argument("--init-args", default="",
+                    help="more arguments for `autogk init` of a new project, e.g. \"--workload-set long --start best\"")
     ap.add_argument("--no-iterate", action="store_true", help="do not run the loop (read and time what is there)")
     ap.add_argument("--no-timing", action="store_true", help="skip the independent reproduction")
     ap.add_argument("--timing-workloads", default="",
@@ -1040,7 +1043,8 @@ def main() -> int:
             git_out(root, "init", "-q", "-b", "main")
         except RuntimeError:  # a git older than 2.28: the default branch name, whatever it is
             git_out(root, "init", "-q")
-        r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", "--here", timeout_s=left(120))
+        r = autogk(root.parent, "init", str(root), "--example", tgt, "--no-check", "--here", *shlex.split(args.init_args),
+                   timeout_s=left(120))
         res["init"] = {"rc": r.returncode, "output": (r.stdout + r.stderr)[-3000:]}
         print(r.stdout + r.stderr, flush=True)
         if r.returncode:

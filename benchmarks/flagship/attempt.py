@@ -10,6 +10,8 @@ as the prompt's history or the commits show)
 into the target's kernel.py, writes the hypothesis to $AUTOGK_HYPOTHESIS_FILE, and prints the plan,
 which autogk keeps as the experiment's plan note. autogk's own verdicts then keep or revert it.
 With no attempt left it changes nothing (autogk then records an empty proposal).
+FLAGSHIP_ATTEMPTS=NN_a,NN_b in the environment offers only those attempts (a project on another workload
+set, say, that starts from the shipped best kernel and judges one change of its long calls).
 """
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ def main() -> int:
     worktree = Path(os.environ.get("AUTOGK_WORKTREE", "."))
     kernel = target / "kernel.py"
     attempts = sorted((HERE / target.name).glob("[0-9][0-9]_*.py"))
+    only = [a.strip() for a in os.environ.get("FLAGSHIP_ATTEMPTS", "").split(",") if a.strip()]
+    if only:
+        attempts = [a for a in attempts if a.stem in only]
     if not attempts:
         print(f"no attempts written for {target.name} under {HERE}")
         return 0
