@@ -159,8 +159,13 @@ for step in "$@"; do
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
       if [ "$s" = sa ]; then t=$SA_T; proj=$W/saproj; from=${SA_FROM:-}; guard=${SA_GUARD:-}
       else t=$IX_T; proj=$W/ixproj; from=${IX_FROM:-}; guard=${IX_GUARD:-}; fi
-      n=$(ls benchmarks/flagship/$t/[0-9][0-9]_*.py | wc -l)
-      ls benchmarks/flagship/$t/[0-9][0-9]_*.py > "$W/${s}_attempts.txt"
+      # SA_ATTEMPTS / IX_ATTEMPTS=NN_a,NN_b: only those attempts are offered (attempt.py's FLAGSHIP_ATTEMPTS), e.g.
+      # the contest set's lineage without 25, which changes only calls of more than 128 tokens (saloop's)
+      only=${SA_ATTEMPTS:-}; [ "$s" = ix ] && only=${IX_ATTEMPTS:-}
+      for a in benchmarks/flagship/$t/[0-9][0-9]_*.py; do
+        case ",$only," in ,,|*",$(basename "$a" .py),"*) echo "$a" ;; esac
+      done > "$W/${s}_attempts.txt"
+      n=$(wc -l < "$W/${s}_attempts.txt")
       if [ -n "$from" ]; then
         # SA_FROM / IX_FROM=BUNDLE: go on in the project an earlier call left (its trunk, experiments and
         # notes), so the attempts its history names are not judged again; only the others are counted in -n
@@ -179,7 +184,7 @@ for step in "$@"; do
       # and the bundle; a grace of 60 s lets a usual attempt (~55 s with its ncu profile on an H100) finish
       # (session 66: without it the step's limit cut the sixth attempt's rounds, and with them the bundle
       # and the independent timing of five keeps)
-      env $g AUTOGK_AGENT_SANDBOX=none timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
+      env $g AUTOGK_AGENT_SANDBOX=none FLAGSHIP_ATTEMPTS="$only" timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
         --target $t -n "$n" --max-time $(( lim - 40 )) --grace 60 --timing-budget-s 25 --wall-limit $(( lim - 5 )) --time-keeps \
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$proj" --out "$W/$s" \
         > "$W/$s.log" 2>&1
