@@ -42,7 +42,10 @@ BLOCK_PER_PROGRAM = REPO / "benchmarks" / "flagship" / SA / "tried" / "05_block_
 BEST = REPO / "autogk_git" / "best_kernels" / SA
 LINEAGE = set(re.findall(r"`(\d\d_\w+)`", (BEST / "SOURCE.md").read_text()))
 VOUCHED = [a for a in ATTEMPTS if a.stem in LINEAGE and a.read_text() != (BEST / "kernel.py").read_text()]
-CHECKED = [a for a in ATTEMPTS if a not in VOUCHED] + [BLOCK_PER_PROGRAM]
+# An attempt that differs from the one before it only in a threshold no case tells apart runs the very programs
+# that one ran on every case: not run again (test_a_threshold_only_attempt_...: the files differ in that line only).
+SAME_PROGRAMS = {"26_loop_from_65_tokens": ("25_long_calls_row_loop", "LOOP_TOKENS = ")}
+CHECKED = [a for a in ATTEMPTS if a not in VOUCHED and a.stem not in SAME_PROGRAMS] + [BLOCK_PER_PROGRAM]
 
 CHECK = r"""
 import importlib.util, json, sys
@@ -147,6 +150,20 @@ def test_only_attempts_the_best_kernels_lineage_vouches_for_are_left_out(tmp_pat
     bundle = re.search(r"benchmarks/results/\S+\.bundle", (BEST / "SOURCE.md").read_text())
     kept = kept_attempts(REPO / bundle.group(0), SA, tmp_path)
     assert VOUCHED and all(kept.get(a.stem) == a.read_text() for a in VOUCHED), (sorted(kept), VOUCHED)
+
+
+def test_a_threshold_only_attempt_differs_from_its_checked_base_in_that_line_only():
+    # 26 moves LOOP_TOKENS 128 -> 64; the cases' calls have at most 8 tokens or 130, on one side of both.
+    for stem, (base, line) in SAME_PROGRAMS.items():
+        a, b = (REPO / "benchmarks" / "flagship" / SA / f"{n}.py" for n in (stem, base))
+        if not a.exists():
+            continue
+        diff = [(x, y) for x, y in zip(a.read_text().splitlines(), b.read_text().splitlines()) if x != y]
+        assert len(a.read_text().splitlines()) == len(b.read_text().splitlines()), stem
+        assert len(diff) == 1 and all(s.startswith(line) for s in diff[0]), diff
+        assert b in CHECKED, base
+    cases = re.findall(r'"num_tokens": (\d+)', CHECK)
+    assert max(int(n) for n in cases) == 130 and all(int(n) <= 8 or int(n) > 128 for n in cases), cases
 
 
 def test_there_are_attempts_to_check():
