@@ -3,7 +3,7 @@
 out[t, h] = softmax(sm_scale * (q_nope[t, h] . ckv[i] + q_pe[t, h] . kpe[i]))_i @ ckv[i] over the
 valid i in sparse_indices[t] (-1 is padding); lse[t, h] = log2 of the softmax's denominator.
 
-Two launches, neither with a loop over gathers or partials:
+Two launches, neither with a loop over gathers or partials (one launch with a loop, past LOOP_TOKENS tokens):
 - attention: one program per (token, BLOCK_N-wide block of its index row). A program reads its own
   BLOCK_N indices and stops there if none is valid (most of a decode row is padding). Otherwise it
   issues, together, the token's whole index row (to count the token's busy blocks), the token's 16
@@ -28,6 +28,13 @@ A call of at most FEW_TOKENS tokens (decided on the host from the tensor's shape
 FEW_BLOCK_N-wide blocks instead of BLOCK_N: the same code at another constexpr width, so every bound
 below holds for either width.
 
+A call of more than LOOP_TOKENS tokens (a prefill, or a large decode batch; decided on the host) runs
+neither: one launch of `_attend_rows`, one program per token, which walks the token's index row BLOCK_N
+ids at a time up to its last valid id with one online softmax (the starting kernel's shape, with the
+dots, the two-part p and the stores of the block programs) and writes the output and lse itself. There
+are enough tokens to fill the GPU, and no partial is written or merged: at 1,024 tokens the block
+programs' partials are 1 MB a token, written and read again.
+
 No pointer can leave its tensor, whatever the indices hold: an id is valid only if 0 <= id < the
 pool's row count (ids out of the pool count as padding, in both kernels alike), every gather is masked
 by that and reads row 0 where it is not valid; every other offset is a program id inside its grid
@@ -51,6 +58,8 @@ NUM_WARPS = 8  # autogk: tune [4, 8]
 # share, while every cross-warp reduction and layout change is a CTA barrier among all of them.
 FEW_NUM_WARPS = 4  # autogk: tune [4, 8]
 NUM_STAGES = 2  # autogk: tune [1, 2, 3]
+# Calls of more than LOOP_TOKENS tokens run one program a token over its whole row (`_attend_rows`).
+LOOP_TOKENS = 64  # autogk: tune [64, 128, 256, 512]
 MERGE_HEADS = 1  # autogk: tune [1, 2, 4, 8, 16]
 MERGE_BLOCK_D = 256  # autogk: tune [64, 128, 256, 512]
 MERGE_WARPS = 4  # autogk: tune [1, 2, 4, 8]
@@ -175,6 +184,73 @@ def _attend_block(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, p
 
 
 @triton.jit
+def _attend_rows(qn_ptr, qp_ptr, ckv_ptr, kpe_ptr, idx_ptr, out_ptr, lse_ptr, scale_log2, n_rows,
+                 TOPK: tl.constexpr, H: tl.constexpr, DC: tl.constexpr, DP: tl.constexpr, BLOCK_N: tl.constexpr,
+                 DOT_DTYPE: tl.constexpr):
+    """One program per token: its row BLOCK_N ids at a time, up to the block of its last valid id."""
+    tok64 = tl.program_id(0).to(tl.int64)
+    offs_h = tl.arange(0, H)
+    offs_p = tl.arange(0, DP)
+    # How far the row reaches: the block after the one of its last valid id (0 for padding only). Ids past
+    # it are padding, so the walk stops there; valid ids anywhere (a scattered row) walk the whole row.
+    offs_all = tl.arange(0, TOPK)
+    row_ids = tl.load(idx_ptr + tok64 * TOPK + offs_all)
+    last = tl.max(tl.where(_valid(row_ids, n_rows), offs_all, -1), axis=0)
+    n_blocks = (last + 1 + BLOCK_N - 1) // BLOCK_N  # <= TOPK // BLOCK_N
+    DQ: tl.constexpr = DC // 4
+    offs_q = tl.arange(0, DQ)
+    q_row = qn_ptr + tok64 * H * DC + offs_h[:, None] * DC + offs_q[None, :]
+    qn0 = tl.load(q_row).to(DOT_DTYPE)
+    qn1 = tl.load(q_row + DQ).to(DOT_DTYPE)
+    qn2 = tl.load(q_row + 2 * DQ).to(DOT_DTYPE)
+    qn3 = tl.load(q_row + 3 * DQ).to(DOT_DTYPE)
+    qp = tl.load(qp_ptr + tok64 * H * DP + offs_h[:, None] * DP + offs_p[None, :]).to(DOT_DTYPE)
+    m_i = tl.full([H], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([H], dtype=tl.float32)
+    acc0 = tl.zeros([H, DQ], dtype=tl.float32)
+    acc1 = tl.zeros([H, DQ], dtype=tl.float32)
+    acc2 = tl.zeros([H, DQ], dtype=tl.float32)
+    acc3 = tl.zeros([H, DQ], dtype=tl.float32)
+    for b in range(0, n_blocks):  # no branch inside: the gathers are pipelined (NUM_STAGES)
+        offs_k = b * BLOCK_N + tl.arange(0, BLOCK_N)  # < TOPK: b < n_blocks <= TOPK // BLOCK_N
+        idx_k = tl.load(idx_ptr + tok64 * TOPK + offs_k)
+        valid_k = _valid(idx_k, n_rows)
+        row = tl.where(valid_k, idx_k, 0).to(tl.int64)  # 0 <= row < n_rows on every lane
+        k_row = ckv_ptr + row[:, None] * DC + offs_q[None, :]
+        kc0 = tl.load(k_row, mask=valid_k[:, None], other=0.0).to(DOT_DTYPE)
+        kc1 = tl.load(k_row + DQ, mask=valid_k[:, None], other=0.0).to(DOT_DTYPE)
+        kc2 = tl.load(k_row + 2 * DQ, mask=valid_k[:, None], other=0.0).to(DOT_DTYPE)
+        kc3 = tl.load(k_row + 3 * DQ, mask=valid_k[:, None], other=0.0).to(DOT_DTYPE)
+        kp = tl.load(kpe_ptr + row[:, None] * DP + offs_p[None, :], mask=valid_k[:, None], other=0.0).to(DOT_DTYPE)
+        s01 = tl.fma(tl.dot(qn0, tl.trans(kc0)), 1.0, tl.dot(qn1, tl.trans(kc1)))
+        s23 = tl.fma(tl.dot(qn2, tl.trans(kc2)), 1.0, tl.dot(qn3, tl.trans(kc3)))
+        s = tl.fma(s01, 1.0, tl.fma(s23, 1.0, tl.dot(qp, tl.trans(kp))))  # [H, BLOCK_N]
+        s = tl.where(valid_k[None, :], s * scale_log2, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a block of padding: nothing moves
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(s - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        p_hi = p.to(tl.bfloat16).to(DOT_DTYPE)  # two bf16 parts, as in the block programs
+        p_lo = (p - p.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16).to(DOT_DTYPE)
+        acc0 = acc0 * alpha[:, None] + tl.dot(p_hi, kc0) + tl.dot(p_lo, kc0)
+        acc1 = acc1 * alpha[:, None] + tl.dot(p_hi, kc1) + tl.dot(p_lo, kc1)
+        acc2 = acc2 * alpha[:, None] + tl.dot(p_hi, kc2) + tl.dot(p_lo, kc2)
+        acc3 = acc3 * alpha[:, None] + tl.dot(p_hi, kc3) + tl.dot(p_lo, kc3)
+        m_i = m_new
+    has = l_i > 0  # no valid id at all: output 0, lse -inf
+    inv_l = tl.where(has, 1.0 / tl.where(has, l_i, 1.0), 0.0)
+    lse = tl.where(has, m_i + tl.log2(tl.where(has, l_i, 1.0)), float("-inf"))
+    o_row = out_ptr + tok64 * H * DC + offs_h[:, None] * DC + offs_q[None, :]
+    ty = out_ptr.dtype.element_ty
+    tl.store(o_row, (acc0 * inv_l[:, None]).to(ty))
+    tl.store(o_row + DQ, (acc1 * inv_l[:, None]).to(ty))
+    tl.store(o_row + 2 * DQ, (acc2 * inv_l[:, None]).to(ty))
+    tl.store(o_row + 3 * DQ, (acc3 * inv_l[:, None]).to(ty))
+    tl.store(lse_ptr + tok64 * H + offs_h, lse)
+
+
+@triton.jit
 def _merge_blocks(idx_ptr, part_o_ptr, part_lse_ptr, out_ptr, lse_ptr, n_rows, TOPK: tl.constexpr,
                   BLOCK_N: tl.constexpr, H: tl.constexpr, DC: tl.constexpr, HEADS: tl.constexpr,
                   BLOCK_D: tl.constexpr):
@@ -219,6 +295,14 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
     if num_tokens == 0:
         return
     n_rows = ckv_cache.numel() // dc  # pages x page size: ids at or past it are never gathered
+    scale_log2 = float(sm_scale) * LOG2E
+    if num_tokens > LOOP_TOKENS:  # one program a token, no partials (on the host: no device read)
+        assert topk % BLOCK_N == 0
+        _attend_rows[(num_tokens,)](
+            q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, output, lse, scale_log2, n_rows, TOPK=topk,
+            H=heads, DC=dc, DP=dp, BLOCK_N=BLOCK_N, DOT_DTYPE=_DOT_DTYPE, num_warps=NUM_WARPS,
+            num_stages=NUM_STAGES)
+        return
     blocks = topk // block_n
     chunk = min(num_tokens, CHUNK_TOKENS)
     # Made per call, as 01 does (no state kept between calls; inside a CUDA graph capture the buffers
@@ -226,7 +310,6 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
     # the merge reads only busy blocks' slots, so nothing needs clearing.
     part_o = torch.empty((chunk, blocks, heads, dc), dtype=torch.float32, device=q_nope.device)
     part_lse = torch.empty((chunk, blocks, heads), dtype=torch.float32, device=q_nope.device)
-    scale_log2 = float(sm_scale) * LOG2E
     for t0 in range(0, num_tokens, CHUNK_TOKENS):  # one chunk in decode
         t1 = min(num_tokens, t0 + CHUNK_TOKENS)
         qn, qp, idx, out, ls = q_nope[t0:t1], q_pe[t0:t1], sparse_indices[t0:t1], output[t0:t1], lse[t0:t1]
