@@ -67,16 +67,33 @@ def workload_sets(folder: Path) -> dict[str, Path]:
     return sets
 
 
-def workload_set_file(folder: Path, definition_name: str, set_name: str | None) -> Path:
-    """The file of a bundled definition's workload set (None: the default); an unknown name is an
-    error listing the sets there are."""
+def workload_set_files(folder: Path, definition_name: str, set_names: str | None) -> list[Path]:
+    """The files of a bundled definition's workload sets: one name (None: the default) or several joined by
+    commas (`default,long`: a project judged on both at once); an unknown or repeated name is an error
+    listing the sets there are."""
     sets = workload_sets(folder)
-    name = set_name or DEFAULT_SET
-    if name not in sets:
-        raise AutogkError(f"the bundled {definition_name} has no workload set '{name}'",
-                          f"its sets: {', '.join(sets)}; pass one as --workload-set NAME (without it: "
-                          f"{DEFAULT_SET}), or your own file as --workloads FILE")
-    return sets[name]
+    names = [n.strip() for n in (set_names or DEFAULT_SET).split(",")]
+    hint = (f"its sets: {', '.join(sets)}; pass one as --workload-set NAME (without it: {DEFAULT_SET}) or several "
+            "joined by commas, or your own file as --workloads FILE")
+    for name in names:
+        if name not in sets:
+            raise AutogkError(f"the bundled {definition_name} has no workload set '{name}'", hint)
+    if len(set(names)) != len(names):
+        raise AutogkError(f"--workload-set {set_names}: a set is named twice", hint)
+    return [sets[n] for n in names]
+
+
+def read_workload_files(paths: list[Path], definition: dict[str, Any], blobs_dir: Path | None = None
+                        ) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
+    """read_workloads of each file, in order, as one set; a workload uuid in two of them is an error."""
+    lines, blobs, seen = [], [], {}
+    for path in paths:
+        more, more_blobs = read_workloads(path, definition, blobs_dir)
+        for i, obj in enumerate(more, 1):
+            check_unique(obj["workload"], f"{path}:{i}", seen)
+        lines += more
+        blobs += more_blobs
+    return lines, blobs
 
 
 def best_kernels() -> list[str]:
@@ -307,14 +324,14 @@ def prepare(definition_file: Path | None, workloads_file: Path | None, example: 
     if workload_set and workloads_file:
         raise AutogkError("give --workloads FILE or --workload-set NAME, not both",
                           "--workload-set picks one of a bundled target's own sets; --workloads is your file")
-    src_dir = None
+    src_dir, files = None, [workloads_file] if workloads_file else []
     if example:
         found = bundled(example)
         if found is None:
             raise AutogkError(f"no bundled example '{example}'", f"bundled examples: {', '.join(examples())}")
         src_dir, home = found
         definition_file = home / "definition.json"
-        workloads_file = workloads_file or workload_set_file(home, example, workload_set)
+        files = [workloads_file] if workloads_file else workload_set_files(home, example, workload_set)
     definition = load_definition(definition_file)
     found = bundled(definition["name"]) if src_dir is None else None
     if found is not None:
@@ -324,14 +341,14 @@ def prepare(definition_file: Path | None, workloads_file: Path | None, example: 
         what = "bundled target" if src_dir == home else f"variant of the bundled target {src_dir.name}"
         say(f"{definition['name']} is a {what}: using its input generator, compare rules, starting kernel"
             + ("" if workloads_file else f" and workloads (set '{workload_set or DEFAULT_SET}')"))
-        workloads_file = workloads_file or workload_set_file(home, definition["name"], workload_set)
+        files = files or workload_set_files(home, definition["name"], workload_set)
     elif src_dir is None and workload_set:
         raise AutogkError(f"--workload-set {workload_set}: {definition['name']} is not a bundled target, so it has no "
                           "workload sets", "pass your workloads as --workloads FILE (without it: 3 made-up ones)")
     tname = name or definition["name"]
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tname):
         raise AutogkError(f"target name '{tname}' has characters git refs cannot carry", "pass --name NAME")
-    read = read_workloads(workloads_file, definition, blobs_dir) if workloads_file else None
+    read = read_workload_files(files, definition, blobs_dir) if files else None
     return Source(tname, definition, src_dir, read, definition_file)
 
 
@@ -400,7 +417,7 @@ def write_target(target: Target, definition: dict[str, Any], contents: Contents,
     clash = [str(tdir / f) for f in files if (tdir / f).exists()]
     if clash:
         raise AutogkError(f"refusing to overwrite existing files: {', '.join(clash)}",
-                          f"move them away, or pass --name to create the target under another name")
+                          "move them away, or pass --name to create the target under another name")
     say(fib_validate(definition, contents.workloads))
     tdir.mkdir(parents=True, exist_ok=True)
     for f, text in files.items():

@@ -210,6 +210,20 @@ def test_an_unknown_workload_set_is_refused_with_the_sets_there_are(tmp_path):
     assert out.returncode == 1 and "its sets: default" in out.stderr
 
 
+def test_several_workload_sets_are_one_set_judged_together(tmp_path):
+    # A change of the long calls only (the flagship's attempt 25) is judged on both sets at once, so the guard
+    # holds the contest-shaped workloads and the long ones alike: the sets in the order named, as one.
+    from autogk_git import scaffold
+    src = scaffold.prepare(None, None, SA, None, lambda *_: None, None, "default,long")
+    uuids = [line["workload"]["uuid"] for line in src.workloads[0]]
+    want = [w["uuid"] for f in ("workloads.jsonl", "workloads_long.jsonl") for w in workloads(EXAMPLES / SA / f)]
+    assert uuids == want and len(set(uuids)) == len(uuids) == 37
+    for sets, why in (("default,default", "a set is named twice"), ("default,longest", "no workload set 'longest'")):
+        out = autogk_in(tmp_path, "init", "demo", "--example", SA, "--workload-set", sets, "--no-check", check=False)
+        assert out.returncode == 1 and why in out.stderr and "joined by commas" in out.stderr, out.stderr
+        assert not (tmp_path / "demo").exists()
+
+
 def test_init_definition_ps1_needs_no_user_code_and_its_first_check_passes(tmp_path):
     # The interpreter's limit admits the smallest workload alone, to keep the check short; the
     # other CPU-sized ones are the same shapes at two tokens.

@@ -288,7 +288,7 @@ def install_hooks(top: Path, say) -> None:
 @click.option("--example", help="a bundled example target, e.g. rmsnorm_h4096")
 @click.option("--workload-set", "workload_set",
               help="which of a bundled target's workload sets to use (default: 'default'; the DSA targets also "
-                   "have 'long', long contexts)")
+                   "have 'long', long contexts); several joined by commas ('default,long') are judged together")
 @click.option("--kernel", "kernel_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="start from your own Triton kernel (a .py file with run(inputs..., outputs...)) "
                    "instead of the definition's reference")
