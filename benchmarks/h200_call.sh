@@ -31,7 +31,8 @@
 #   saloop[=S]  the loop on sparse attention's long-context set: a fresh project from the shipped best kernel
 #               (init --workload-set long --start best) judging only SALOOP_ATTEMPTS (default 25_long_calls_row_loop,
 #               comma-separated), then the independent timer on that set (default 300); SALOOP_FROM=BUNDLE goes on
-#               in the long-set project an earlier saloop left
+#               in the long-set project an earlier saloop left; SALOOP_SETS=default,long makes a fresh
+#               project judge both sets at once (init --workload-set default,long)
 #   salong[=S]  the long-context set's floor share: start and best of sa's project (SA_FROM's where no sa step
 #               ran) timed on the sparse-attention target's workloads_long.jsonl by loop_gpu.py's independent
 #               timer, no loop run (--no-iterate --timing-workloads; default 200)
@@ -212,7 +213,8 @@ for step in "$@"; do
       # (`init --workload-set long --start best`), offering only the attempts SALOOP_ATTEMPTS names (default
       # 25_long_calls_row_loop: the calls of many tokens, which the contest-shaped set never makes), each judged
       # by autogk on the long set; the independent timer after, on the same set (default 300)
-      # SALOOP_FROM=BUNDLE: go on in the long-set project an earlier saloop left (its trunk and experiments)
+      # SALOOP_FROM=BUNDLE: go on in the long-set project an earlier saloop left; SALOOP_SETS=default,long makes a fresh
+#               project judge both sets at once (init --workload-set default,long) (its trunk and experiments)
       lim=${lim:-300}; [ "$lim" -gt "$L" ] && lim=$L
       t=$SA_T; only=${SALOOP_ATTEMPTS:-25_long_calls_row_loop}
       n=$(echo "$only" | tr ',' '\n' | grep -c .)
@@ -221,7 +223,7 @@ for step in "$@"; do
       fi
       g=""; [ -n "${SA_GUARD:-}" ] && g="AUTOGK_BENCH_GUARD=$SA_GUARD"
       env $g AUTOGK_AGENT_SANDBOX=none FLAGSHIP_ATTEMPTS="$only" timeout -k 5 "$lim" python3 benchmarks/loop_gpu.py \
-        --target $t -n "$n" --init-args "--workload-set long --start best" --max-time $(( lim - 60 )) --grace 90 \
+        --target $t -n "$n" --init-args "--workload-set ${SALOOP_SETS:-long} --start best" --max-time $(( lim - 60 )) --grace 90 \
         --timing-budget-s 40 --wall-limit $(( lim - 5 )) --time-keeps \
         --agent-command "python3 $PWD/benchmarks/flagship/attempt.py" --project "$W/salproj" --out "$W/saloop" \
         > "$W/saloop.log" 2>&1
