@@ -161,8 +161,9 @@ for step in "$@"; do
       lim=${lim:-150}; [ "$lim" -gt "$L" ] && lim=$L
       if [ "$s" = sa ]; then t=$SA_T; proj=$W/saproj; from=${SA_FROM:-}; guard=${SA_GUARD:-}
       else t=$IX_T; proj=$W/ixproj; from=${IX_FROM:-}; guard=${IX_GUARD:-}; fi
-      # SA_ATTEMPTS / IX_ATTEMPTS=NN_a,NN_b: only those attempts are offered (attempt.py's FLAGSHIP_ATTEMPTS), e.g.
-      # the contest set's lineage without 25, which changes only calls of more than 128 tokens (saloop's)
+      # SA_ATTEMPTS / IX_ATTEMPTS=NN_a,NN_b: only those attempts are offered (attempt.py's FLAGSHIP_ATTEMPTS); an
+      # attempt whose plan says `Judged on: long` (25, 26, 28: calls of more than 64 tokens) is offered only to a
+      # project holding that set (saloop's), never to this step's contest-shaped one
       only=${SA_ATTEMPTS:-}; [ "$s" = ix ] && only=${IX_ATTEMPTS:-}
       for a in benchmarks/flagship/$t/[0-9][0-9]_*.py; do
         case ",$only," in ,,|*",$(basename "$a" .py),"*) echo "$a" ;; esac

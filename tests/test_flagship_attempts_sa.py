@@ -209,3 +209,29 @@ def test_the_check_fails_a_copy_with_a_natural_log_lse(tmp_path):
     assert out.returncode == 1, out.stdout + out.stderr[-3000:]
     for name in ("contest-1", "short"):  # merged, and mostly single-program tokens
         assert f"FAILED {name} (call 1): output lse" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+def test_an_attempt_judged_on_the_long_set_is_offered_only_to_a_project_that_holds_it(tmp_path):
+    # 25, 26 and 28 change calls of more than 64 tokens, which the contest-shaped set never makes: their plans say
+    # `Judged on: long`, and the scripted agent offers them only where the project's workloads hold that set.
+    before = " ".join(f"[{a.stem}]" for a in ATTEMPTS if a.stem < "25")
+    for set_file, offered in (("workloads.jsonl", None), ("workloads_long.jsonl", "25_long_calls_row_loop"),
+                              ("both", "25_long_calls_row_loop")):
+        target = tmp_path / set_file / SA
+        target.mkdir(parents=True)
+        text = "".join((EXAMPLES / SA / f).read_text() for f in ("workloads.jsonl", "workloads_long.jsonl")) \
+            if set_file == "both" else (EXAMPLES / SA / set_file).read_text()
+        (target / "workloads.jsonl").write_text(text)
+        (target / "kernel.py").write_text("# the trunk's kernel\n")
+        (tmp_path / "prompt").write_text(before)
+        hyp = tmp_path / set_file / "hypothesis"
+        env = {**os.environ, "AUTOGK_TARGET_DIR": str(target), "AUTOGK_WORKTREE": str(target.parent),
+               "AUTOGK_PROMPT_FILE": str(tmp_path / "prompt"), "AUTOGK_HYPOTHESIS_FILE": str(hyp)}
+        env.pop("FLAGSHIP_ATTEMPTS", None)
+        out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "flagship" / "attempt.py")], env=env,
+                             cwd=target.parent, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        if offered is None:
+            assert "was tried: nothing changed" in out.stdout and not hyp.exists(), out.stdout[:300]
+        else:
+            assert hyp.read_text().startswith(f"[{offered}]"), out.stdout[:300]

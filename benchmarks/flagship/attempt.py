@@ -11,16 +11,49 @@ into the target's kernel.py, writes the hypothesis to $AUTOGK_HYPOTHESIS_FILE, a
 which autogk keeps as the experiment's plan note. autogk's own verdicts then keep or revert it.
 With no attempt left it changes nothing (autogk then records an empty proposal).
 FLAGSHIP_ATTEMPTS=NN_a,NN_b in the environment offers only those attempts (a project on another workload
-set, say, that starts from the shipped best kernel and judges one change of its long calls).
+set, say, that starts from the shipped best kernel and judges one change of its long calls). A plan with a
+line `Judged on: long` (set names, comma-separated) is offered only to a project whose workloads hold one of
+those bundled sets: a change of calls that the contest-shaped set never makes is not judged there.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[1] / "autogk_git" / "examples"
+
+
+def uuids(path: Path) -> set[str]:
+    out = set()
+    for line in path.read_text().splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            out.add(obj.get("workload", obj).get("uuid"))
+    return out
+
+
+def project_sets(target: Path) -> set[str] | None:
+    """The bundled workload sets (default, long, ...) the project's workloads hold any of; None where the target is
+    not a bundled one (then every attempt is offered)."""
+    home = EXAMPLES / target.name
+    mine = target / "workloads.jsonl"
+    if not home.is_dir() or not mine.is_file():
+        return None
+    have = uuids(mine)
+    return {("default" if f.name == "workloads.jsonl" else f.name[len("workloads_"):-len(".jsonl")])
+            for f in home.glob("workloads*.jsonl") if uuids(f) & have}
+
+
+def judged_on(plan: str) -> set[str] | None:
+    """The sets a plan's `Judged on:` line names; None without one."""
+    for line in plan.splitlines():
+        if line.startswith("Judged on:"):
+            return {x.strip() for x in line[len("Judged on:"):].split(",") if x.strip()}
+    return None
 
 
 def tried(worktree: Path) -> str:
@@ -46,12 +79,16 @@ def main() -> int:
         return 0
     history = tried(worktree)
     current = kernel.read_text()
+    sets = project_sets(target)
     for a in attempts:
         plan_file = a.with_suffix(".md")
         plan = plan_file.read_text() if plan_file.exists() else f"# {a.stem}\n"
         hypothesis = plan.splitlines()[0].lstrip("# ").strip()
         if a.read_text() == current or f"[{a.stem}]" in history:
             continue
+        wants = judged_on(plan)
+        if wants is not None and sets is not None and not wants & sets:
+            continue  # a change of calls this project's workloads never make
         kernel.write_text(a.read_text())
         hyp = os.environ.get("AUTOGK_HYPOTHESIS_FILE")
         if hyp:
