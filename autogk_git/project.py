@@ -328,7 +328,9 @@ def check_unique(wl: dict[str, Any], where: str, seen: dict[str, str]) -> None:
     """A workload's uuid not used by an earlier line (seen: uuid -> where it was); results are keyed by it."""
     first = seen.setdefault(wl["uuid"], where)
     if first != where:
-        raise TargetError(f"{where}: uuid {wl['uuid']} is used twice (first on line {first.rsplit(':', 1)[-1]})",
+        same_file = first.rsplit(":", 1)[0] == where.rsplit(":", 1)[0]
+        raise TargetError(f"{where}: uuid {wl['uuid']} is used twice (first "
+                          + (f"on line {first.rsplit(':', 1)[-1]})" if same_file else f"at {first})"),
                           "give each workload line its own uuid")
 
 

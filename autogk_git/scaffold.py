@@ -88,9 +88,7 @@ def read_workload_files(paths: list[Path], definition: dict[str, Any], blobs_dir
     """read_workloads of each file, in order, as one set; a workload uuid in two of them is an error."""
     lines, blobs, seen = [], [], {}
     for path in paths:
-        more, more_blobs = read_workloads(path, definition, blobs_dir)
-        for i, obj in enumerate(more, 1):
-            check_unique(obj["workload"], f"{path}:{i}", seen)
+        more, more_blobs = read_workloads(path, definition, blobs_dir, seen)
         lines += more
         blobs += more_blobs
     return lines, blobs
@@ -196,13 +194,14 @@ def default_workloads(definition: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_workloads(path: Path, definition: dict[str, Any], blobs_dir: Path | None = None
-                   ) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """Workload lines (for this definition) and the safetensors blobs they reference.
+def read_workloads(path: Path, definition: dict[str, Any], blobs_dir: Path | None = None,
+                   seen: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
+    """Workload lines (for this definition) and the safetensors blobs they reference; `seen` (uuid -> where)
+    carries the uuids of files read before this one, so a uuid is unique across all of them.
 
     A blob's path is looked up under blobs_dir (the dataset's root, or the folder holding the
     blobs themselves), then relative to the workloads file and each folder above it."""
-    lines, blobs, seen = [], [], {}
+    lines, blobs, seen = [], [], {} if seen is None else seen
     name = definition["name"]
     try:
         found = read_jsonl(path)
@@ -331,7 +330,7 @@ def prepare(definition_file: Path | None, workloads_file: Path | None, example: 
             raise AutogkError(f"no bundled example '{example}'", f"bundled examples: {', '.join(examples())}")
         src_dir, home = found
         definition_file = home / "definition.json"
-        files = [workloads_file] if workloads_file else workload_set_files(home, example, workload_set)
+        files = files or workload_set_files(home, example, workload_set)
     definition = load_definition(definition_file)
     found = bundled(definition["name"]) if src_dir is None else None
     if found is not None:

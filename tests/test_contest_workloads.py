@@ -218,6 +218,12 @@ def test_several_workload_sets_are_one_set_judged_together(tmp_path):
     uuids = [line["workload"]["uuid"] for line in src.workloads[0]]
     want = [w["uuid"] for f in ("workloads.jsonl", "workloads_long.jsonl") for w in workloads(EXAMPLES / SA / f)]
     assert uuids == want and len(set(uuids)) == len(uuids) == 37
+    # a uuid in two files is refused, the message naming where it was first (the other file, its real line)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("\n" + (EXAMPLES / SA / "workloads.jsonl").read_text())
+    with pytest.raises(Exception) as e:
+        scaffold.read_workload_files([EXAMPLES / SA / "workloads.jsonl", copy], src.definition)
+    assert f"{copy}:2: uuid {want[0]} is used twice (first at {EXAMPLES / SA / 'workloads.jsonl'}:1)" in str(e.value)
     for sets, why in (("default,default", "a set is named twice"), ("default,longest", "no workload set 'longest'")):
         out = autogk_in(tmp_path, "init", "demo", "--example", SA, "--workload-set", sets, "--no-check", check=False)
         assert out.returncode == 1 and why in out.stderr and "joined by commas" in out.stderr, out.stderr
