@@ -56,7 +56,7 @@ def own_kernel_block() -> str:
         if cmd.startswith("source .venv/bin/activate"):
             out.append(f"source {BIN / 'activate'}")
         elif cmd:
-            out.append(f"s=$(date +%s.%N); {cmd}; rc=$?; echo \"block-line {{$(date +%s.%N) - $s}} rc=$rc\" >&2; "
+            out.append(f"s=$(date +%s.%N); {cmd}; rc=$?; echo \"block-line $s $(date +%s.%N)\" >&2; "
                        "[ $rc = 0 ] || exit $rc")
     return "\n".join(out)
 
@@ -84,8 +84,8 @@ def run(rev: str, own_kernel: bool = False) -> dict:
     rec = {"rev": rev, "commit": sha, "rc": proc.returncode, "wall_s": round(wall, 1), "machine_cpu_s": round(cpu, 1),
            "tail": proc.stdout.strip().splitlines()[-4:]}
     if own_kernel:  # each command line's seconds, from the block-line marks on stderr
-        rec["lines_s"] = [round(float(a) - float(b), 1) for a, b in
-                          re.findall(r"block-line \{([\d.]+) - ([\d.]+)\}", proc.stderr)]
+        rec["lines_s"] = [round(float(end) - float(start), 1) for start, end in
+                          re.findall(r"^block-line ([\d.]+) ([\d.]+)$", proc.stderr, re.M)]
         if proc.returncode:
             rec["stderr_tail"] = proc.stderr.strip().splitlines()[-6:]
     return rec

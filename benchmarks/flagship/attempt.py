@@ -17,35 +17,30 @@ those bundled sets: a change of calls that the contest-shaped set never makes is
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-EXAMPLES = HERE.parents[1] / "autogk_git" / "examples"
+sys.path.insert(0, str(HERE.parents[1]))  # this checkout's autogk_git: the bundled targets' sets, as init names them
 
 
 def uuids(path: Path) -> set[str]:
-    out = set()
-    for line in path.read_text().splitlines():
-        if line.strip():
-            obj = json.loads(line)
-            out.add(obj.get("workload", obj).get("uuid"))
-    return out
+    from autogk_git.project import read_jsonl
+    return {obj.get("workload", obj).get("uuid") for _, obj in read_jsonl(path)}
 
 
 def project_sets(target: Path) -> set[str] | None:
     """The bundled workload sets (default, long, ...) the project's workloads hold any of; None where the target is
     not a bundled one (then every attempt is offered)."""
-    home = EXAMPLES / target.name
+    from autogk_git.scaffold import bundled, workload_sets
+    found = bundled(target.name)
     mine = target / "workloads.jsonl"
-    if not home.is_dir() or not mine.is_file():
+    if found is None or not mine.is_file():
         return None
     have = uuids(mine)
-    return {("default" if f.name == "workloads.jsonl" else f.name[len("workloads_"):-len(".jsonl")])
-            for f in home.glob("workloads*.jsonl") if uuids(f) & have}
+    return {name for name, f in workload_sets(found[1]).items() if uuids(f) & have}
 
 
 def judged_on(plan: str) -> set[str] | None:
