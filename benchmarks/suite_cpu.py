@@ -11,6 +11,10 @@ mlflow. What it cannot see: processes ended by a signal (a kernel process the ju
 a job runs no exit handler) and non-Python processes (git, the SLURM daemons); the children's CPU that
 the kernel reports for pytest (waited children only) is printed beside it, and the gap is theirs.
 
+Every run also samples the machine's busy CPU (`/proc/stat`) once a second and reports it by 20-s stretch
+(`busy_by_20s`: start second, share of all cores busy): where the run leaves cores idle, more workers or
+another order could help; where it does not, only less CPU can.
+
 `--per-test` runs the tests one at a time (no xdist) and charges each test the whole machine's busy CPU
 (`/proc/stat`) from its setup to its teardown: every process it caused is counted, forked kernel
 processes, git and daemons included, so on an otherwise idle machine this is the test's full cost.
@@ -25,10 +29,13 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from readme_command_one import busy_cpu_s  # noqa: E402 - the one reader of the machine's busy seconds
 
 SITE = '''
 import atexit, json, os, resource, sys
@@ -113,6 +120,21 @@ def summarize(recs: list[dict]) -> dict:
             "by_kind": {k: [n, round(c, 1)] for k, (n, c) in sorted(by_kind.items(), key=lambda kv: -kv[1][1])}}
 
 
+def busy_by_stretch(samples: list[tuple[float, float]], stretch_s: float = 20.0) -> list[list[float]]:
+    """[start second, share of all cores busy] for each stretch of the (wall, busy CPU-s) samples."""
+    out, cores = [], os.cpu_count() or 1
+    i = 0
+    while i < len(samples) - 1:
+        j = i
+        while j < len(samples) - 1 and samples[j + 1][0] - samples[i][0] <= stretch_s:
+            j += 1
+        j = max(j, i + 1)
+        (w0, b0), (w1, b1) = samples[i], samples[j]
+        out.append([round(w0, 1), round((b1 - b0) / max(w1 - w0, 1e-9) / cores, 3)])
+        i = j
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pytest_args", nargs="*", help="what pytest runs (default: the whole suite)")
@@ -133,15 +155,26 @@ def main() -> int:
         extra = (["-o", "addopts=", "-p", "no:xdist", "-p", "autogk_per_test"] if args.per_test else
                  ["-p", "autogk_per_test"] if args.timeline else [])
         t0 = time.monotonic()
+        samples, done = [(0.0, busy_cpu_s())], threading.Event()
+
+        def sample() -> None:
+            while not done.wait(1.0):
+                samples.append((time.monotonic() - t0, busy_cpu_s()))
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra,
                                *args.pytest_args], cwd=REPO, env=env)
         wall = time.monotonic() - t0
+        done.set()
+        sampler.join()
+        samples.append((wall, busy_cpu_s()))
         recs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         per_test = ([json.loads(line) for line in per_test_log.read_text().splitlines()]
                     if per_test_log.exists() else [])
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = {"wall_s": round(wall, 1), "pytest_rc": proc.returncode, "cores": os.cpu_count(),
                "waited_children_cpu_s": round(children.ru_utime + children.ru_stime, 1), **summarize(recs)}
+    summary["busy_by_20s"] = busy_by_stretch(samples)
     if args.per_test:
         summary["per_test"] = per_test_summary(per_test)
     if args.records:
