@@ -98,6 +98,20 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
+# Triton's interpreter set up once a launch, as the judge's kernel processes run it on the CPU
+# (autogk_git/bench/judge/interp.py): ~30 % of the flagship kernels' interpreter time otherwise.
+INTERP_PRELUDE = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+                  "from autogk_git.bench.judge.interp import patch_once; patch_once()\n")
+
+
+def interpreted(script: str, *args, timeout: float = 900, once: bool = True) -> subprocess.CompletedProcess:
+    """`script` run in a process of its own by Triton's CPU interpreter (no GPU), its arguments as strings;
+    once=False: Triton's interpreter as it comes."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run([sys.executable, "-c", (INTERP_PRELUDE if once else "") + script, *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
 def kept_attempts(bundle: Path, target: str, where: Path) -> dict[str, str]:
     """The flagship attempts a project bundle kept: {attempt stem: its kernel file at the keep}, read from each
     `autogk: keep ... #NNNN: [stem] ...` commit (benchmarks/flagship/attempt.py names the hypothesis so)."""

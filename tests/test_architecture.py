@@ -38,7 +38,7 @@ JUDGE = PKG / "bench" / "judge"
 WORKER_ALLOWED = {"torch", "triton", "safetensors", "numpy"}
 # What a kernel's own process may import of the judge: how to call and time it, never how it is judged.
 KERNEL_PROCESS_MAY_IMPORT = {"kernel_process", "calls", "seal", "sandbox", "timer", "l2", "held", "hygiene", "stats", "status",
-                             "launch", "profiling"}
+                             "launch", "profiling", "interp"}
 
 
 def modules() -> dict[str, Path]:

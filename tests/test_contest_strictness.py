@@ -11,16 +11,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from autogk_git.bench.judge import rules
 
-from conftest import REPO
+from conftest import REPO, interpreted
 
 EXAMPLES = REPO / "autogk_git" / "examples"
 SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
@@ -255,8 +252,6 @@ for target, axes in json.loads(sys.argv[3]):
 def test_the_bundled_starting_kernels_pass_the_capped_bands_in_the_interpreter():
     cases = [["rmsnorm_h4096", {"batch_size": 16}], [SA, {"num_tokens": 2, "num_pages": 8}],
              [IX, {"batch_size": 3, "max_num_pages": 48, "num_pages": 100}]]
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", HONEST, str(REPO), str(EXAMPLES), json.dumps(cases)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    out = interpreted(HONEST, REPO, EXAMPLES, json.dumps(cases))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("HONEST PASSED") == 3

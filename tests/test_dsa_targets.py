@@ -6,8 +6,6 @@ import json
 import math
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ import torch
 from autogk_git.bench.judge import rules
 from autogk_git.bench.job import numel
 
-from conftest import REPO, SHARED, autogk, autogk_in
+from conftest import REPO, SHARED, autogk, autogk_in, interpreted
 
 EXAMPLES = REPO / "autogk_git" / "examples"
 SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
@@ -327,9 +325,7 @@ if "sparse_indices" in d["inputs"]:  # -1 anywhere, and a row of padding only (0
 
 @pytest.mark.parametrize("target", [SA, IX])
 def test_starting_kernel_passes_every_cpu_workload_in_the_interpreter(target):
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", KERNEL_CHECK, str(REPO), str(EXAMPLES), target],
-                         capture_output=True, text=True, env=env, timeout=300)
+    out = interpreted(KERNEL_CHECK, REPO, EXAMPLES, target, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     cpu = [w for w in workloads(target) if numel(definition(target), w) <= CPU_MAX_NUMEL]
     assert out.stdout.count("PASSED") - out.stdout.count("PADDING ANYWHERE") == len(cpu) >= 3

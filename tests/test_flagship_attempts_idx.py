@@ -8,7 +8,6 @@ kernel's lineage names (its SOURCE.md), whose keeps are theirs. The shipped kern
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, kept_attempts
+from conftest import REPO, interpreted, kept_attempts
 
 IX = "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"
 ATTEMPTS = REPO / "benchmarks" / "flagship" / IX
@@ -86,9 +85,7 @@ CASES = [
 
 
 def run_cases(attempt: Path, cases: list[dict]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    return subprocess.run([sys.executable, "-c", CHECK, str(REPO), str(EXAMPLE), str(attempt), json.dumps(cases)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    return interpreted(CHECK, REPO, EXAMPLE, attempt, json.dumps(cases))
 
 
 # Attempt 01 has neither the radix select nor its limits: it takes the cases that patch none.

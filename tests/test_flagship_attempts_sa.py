@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, kept_attempts
+from conftest import REPO, interpreted, kept_attempts
 
 SA = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64"
 EXAMPLES = REPO / "autogk_git" / "examples"
@@ -126,13 +126,6 @@ names = json.loads(sys.argv[5]) if len(sys.argv) > 5 else list(CASES)
 results = [CASES[n]() for n in names]
 sys.exit(0 if all(r is not None for r in results) else 1)
 """
-
-
-def interpreted(script: str, *args, timeout: float = 900) -> subprocess.CompletedProcess:
-    """A script run in its own process by Triton's interpreter (no GPU), its arguments as strings."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=timeout)
 
 
 def check(kernel: Path, cases: list[str] | None = None) -> subprocess.CompletedProcess:

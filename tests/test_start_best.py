@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, autogk_in, git
+from conftest import REPO, autogk_in, git, interpreted
 from review_support import copy_project, iterate_report, iterated_template
 
 EXAMPLES = REPO / "autogk_git" / "examples"
@@ -103,9 +102,7 @@ for axes in json.loads(sys.argv[5]):
 
 def test_the_shipped_sparse_attention_best_kernel_is_correct_in_the_interpreter():
     shapes = [{"num_tokens": 1, "num_pages": 8}, {"num_tokens": 3, "num_pages": 20}]
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run([sys.executable, "-c", BEST_CHECK, str(REPO), str(EXAMPLES), str(BEST), SA,
-                          json.dumps(shapes)], capture_output=True, text=True, env=env, timeout=900)
+    out = interpreted(BEST_CHECK, REPO, EXAMPLES, BEST, SA, json.dumps(shapes))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("BEST PASSED") == len(shapes)
 

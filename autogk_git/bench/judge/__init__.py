@@ -19,6 +19,7 @@ of autogk outside this folder. Its rooms:
     calls.py           how a kernel is called and timed: the one module both processes import
     seal.py            the kernel process's fingerprint of what calls and times the kernel
     sandbox.py         the kernel process's Landlock domain: what it may read, write and signal
+    interp.py          Triton's CPU interpreter patching triton.language once a launch, not once a helper call
     timer.py           the device timers (CUPTI, CUDA graphs, events)
     l2.py              the L2 between timed calls: the flush kernel, the persisting carve-out, a window's calls
     held.py            the timer's own objects (profiler, CUDA events) held through a timed window

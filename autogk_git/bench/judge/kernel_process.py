@@ -1,5 +1,6 @@
 """A kernel's own process: imports one kernel and runs it on what the judge sends. Of the judge it
-imports only `calls` (with the timer, hygiene, stats and statuses it needs), `seal` and `sandbox`.
+imports only `calls` (with the timer, hygiene, stats and statuses it needs), `seal` and `sandbox` (and, on
+the CPU, `interp`: Triton's interpreter set up once a launch).
 
     launch.command("kernel_process", [FD, KERNEL_DIR, ALIAS, DEVICE, MEM_LIMIT_BYTES, WARM_PROFILER, TIMER])
 
@@ -130,6 +131,9 @@ def main(argv: list[str]) -> int:
         from . import l2
         from . import timer as timing
     step("torch")
+    if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU backend: Triton's interpreter, set up once a launch
+        from . import interp
+        interp.patch_once()
     # The judge's own Triton kernel (the timer's L2 flush) is compiled or loaded from the judge's cache,
     # which the sandbox below keeps out of the kernel's reach; the kernel's own cache from then on.
     own_cache, judge_cache = os.environ.get("TRITON_CACHE_DIR"), os.environ.pop("AUTOGK_JUDGE_TRITON_CACHE", "")

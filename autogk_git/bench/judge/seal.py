@@ -235,13 +235,13 @@ def seal_process(process, timing) -> Seal:
         sys.addaudithook(_audit)
         _AUDITING = True
     seal = Seal()
-    from . import calls, held, hygiene, launch, profiling, stats, status
+    from . import calls, held, hygiene, interp, launch, profiling, stats, status
     l2 = None
     if timing is not None:
         from . import l2  # the timer's flush and L2 carve-out (triton's GPU driver: only beside a device timer)
     for name, mod in (("kernel_process", process), ("seal", sys.modules[__name__]), ("calls", calls),
                       ("timer", timing), ("l2", l2), ("held", held), ("hygiene", hygiene), ("stats", stats),
-                      ("status", status), ("launch", launch), ("profiling", profiling)):
+                      ("status", status), ("launch", launch), ("profiling", profiling), ("interp", interp)):
         if mod is not None:
             seal.own(name, mod)
     # torch's own namespace only for what this path calls: torch._dynamo's import (torch.compile in a
@@ -263,7 +263,7 @@ def seal_process(process, timing) -> Seal:
                  ("FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "Kernel") if hasattr(apu, c)]
     for name, ns in libs:
         seal.library(name, ns)
-    for mod in (process, sys.modules[__name__], calls, timing, l2, held, hygiene, launch, profiling, stats, status,
+    for mod in (process, sys.modules[__name__], calls, timing, l2, held, hygiene, interp, launch, profiling, stats, status,
                 builtins, math, time, mpc, mpr, torch, torch.cuda, sys.modules.get("torch.profiler"),
                 sys.modules.get("ctypes"), gc, signal, threading):
         if mod is not None:
