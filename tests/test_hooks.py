@@ -168,3 +168,23 @@ def test_a_project_from_before_the_ref_hook_gets_it_with_a_users_own_chained(pro
     subprocess.run(["git", "update-ref", "refs/autogk/kept/scale/0001", other], cwd=project, check=True,
                    env={**os.environ, "AUTOGK_REF_WRITER": "1"})
     git(project, "update-ref", "-d", "refs/autogk/kept/scale/0001")  # a deletion passes
+
+
+@pytest.mark.parametrize("name", ["post-commit", "pre-commit"])
+def test_the_loops_own_commits_start_no_python_in_the_hooks(project, tmp_path, name):
+    # The hooks leave the loop's commits to it (env.in_loop): the shim says so in shell, so each of the
+    # loop's commits costs no Python start-up (~0.1 CPU-s a commit, two hooks a commit).
+    from autogk_git.git.hooks import shim_text
+    ran = tmp_path / "python-ran"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {ran}\n")
+    fake.chmod(0o755)
+    shim = tmp_path / "hooks" / name
+    shim.parent.mkdir()
+    shim.write_text(shim_text(name, str(fake)))
+    shim.chmod(0o755)
+    git(project, "checkout", "-qb", "autogk/scale/0001-by-hand")
+    for loop in ("1", ""):
+        subprocess.run([str(shim)], cwd=project, check=True, env={**os.environ, "AUTOGK_LOOP": loop})
+        assert ran.exists() == (loop == ""), (loop, ran.exists())
+    assert ran.read_text().split()[-2:] == ["autogk_git.hook", name]
