@@ -97,23 +97,13 @@ def torch_equal(a, b) -> bool:
     return bool(torch.equal(a, b))
 
 
-INTERP_PROBE = '''"""Honest, and passes only where the kernel's process set the interpreter up once a launch."""
-import triton
-import triton.language as tl
-from triton.runtime import interpreter as _ip
-
-
-@triton.jit
-def _k(x_ptr, b_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale + tl.load(b_ptr + offs, mask=mask), mask=mask)
-
-
-def run(x, bias, scale, out):
-    assert getattr(_ip, "_autogk_patch_once", False), "the interpreter is not set up once a launch"
-    _k[(triton.cdiv(x.numel(), 1024),)](x, bias, out, x.numel(), scale, BLOCK=1024)
-'''
+# The honest cheat-suite kernel, passing only where its process set the interpreter up once a launch.
+HONEST = (DATA.parent / "cheats" / "honest.py").read_text()
+INTERP_PROBE = "from triton.runtime import interpreter as _ip\n" + HONEST.replace(
+    "def run(x, bias, scale, out):\n",
+    "def run(x, bias, scale, out):\n"
+    "    assert getattr(_ip, '_autogk_patch_once', False), 'the interpreter is not set up once a launch'\n")
+assert INTERP_PROBE.count("_autogk_patch_once") == 1, "honest.py's run() changed: update INTERP_PROBE"
 
 
 def test_the_judges_kernel_processes_on_the_cpu_run_the_interpreter_set_up_once():
