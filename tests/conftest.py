@@ -331,6 +331,17 @@ def _slow_seconds(item) -> float:
     return float(args[0]) if args else 30.0
 
 
+# Tests that take a lock one at a time across the workers (tests/test_slurm.py: the one cluster): run apart,
+# a worker that reached one while another held the lock sat idle beside it. They run as one unit, in one
+# slice, one after the other; a test of the unit not marked `slow` counts this many seconds.
+LOCKED_FIXTURE = "one_slurm_test_at_a_time"
+LOCKED_TEST_S = 5.0
+
+
+def _locked(item) -> bool:
+    return LOCKED_FIXTURE in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `slow` start first, so none is left running alone at the end.
 
@@ -338,18 +349,30 @@ def pytest_collection_modifyitems(config, items):
     this order and idle workers steal from the tails of the others, never a test a worker has started.
     The slow tests lead the slices, longest first, each onto the slice whose slow tests sum the least
     seconds so far (`slow(S)`): the slices' heads come out even, and no worker is left with two long
-    tests while another ends early. Without xdist (k = 1) they simply run first, longest first."""
+    tests while another ends early. The tests that take one lock in turn (LOCKED_FIXTURE) lead one slice
+    together, its slow ones first, as one unit of their summed seconds: at the head of a slice, where no
+    other worker steals them while one of them runs. Without xdist (k = 1) the units simply run first,
+    longest first."""
     k = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    slow = sorted((it for it in items if it.get_closest_marker("slow")), key=lambda it: -_slow_seconds(it))
-    if not slow:
+    locked = [it for it in items if _locked(it)]
+    locked.sort(key=lambda it: -_slow_seconds(it) if it.get_closest_marker("slow") else 0.0)
+    units = [[it] for it in items if it.get_closest_marker("slow") and not _locked(it)]
+    if locked:
+        units.append(locked)
+
+    def seconds(unit) -> float:
+        return sum(_slow_seconds(it) if it.get_closest_marker("slow") else LOCKED_TEST_S for it in unit)
+    if not units:
         return
-    rest = [it for it in items if not it.get_closest_marker("slow")]
+    units.sort(key=lambda u: -seconds(u))
+    placed = {id(it) for u in units for it in u}
+    rest = [it for it in items if id(it) not in placed]
     lead: list[list] = [[] for _ in range(k)]
     load = [0.0] * k
-    for it in slow:
+    for unit in units:
         j = min(range(k), key=lambda j: (load[j], j))
-        lead[j].append(it)
-        load[j] += _slow_seconds(it)
+        lead[j].extend(unit)
+        load[j] += seconds(unit)
     # Slice sizes exactly as worksteal cuts them: len(pending) // workers_remaining, in worker order.
     ordered, left, fill = [], len(items), iter(rest)
     for j in range(k):

@@ -164,6 +164,7 @@ ROWS = "LOOP_TOKENS"  # an attempt with a path of its own for calls of many toke
 CONTROL = ["contest-1", "scaled", "short"]
 
 
+@pytest.mark.slow(17)  # 17-19 s an attempt in the interpreter (05's three cases 6 s): started first
 @pytest.mark.parametrize("attempt", CHECKED, ids=[a.stem for a in CHECKED])
 def test_each_attempt_matches_the_reference_in_the_interpreter(attempt):
     if attempt == BLOCK_PER_PROGRAM:

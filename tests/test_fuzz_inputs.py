@@ -160,6 +160,7 @@ def workload_cases(good_lines: list[dict]) -> list[tuple[str, bytes]]:
 # The test
 # ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow(17)  # ~1,160 cases of git and CLI calls: started first, not left to the end
 def test_malformed_inputs_are_clear_errors_and_write_nothing(project, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("AUTOGK_BENCH_BACKEND", "interpret")
     monkeypatch.setenv("AUTOGK_TRACKING_ENABLED", "false")

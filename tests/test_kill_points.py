@@ -168,7 +168,7 @@ def check_reconciled(project: Path) -> dict[int, str]:
     return concluded
 
 
-@pytest.mark.slow(98)
+@pytest.mark.slow(60)
 def test_twenty_random_kills_leave_git_whole_and_mlflow_reconciled(project):
     without_store(project)  # the first logging builds it: a kill may land there too
     small_target(project)

@@ -48,7 +48,7 @@ def _check_history(root, exps):
     assert not list((root / ".git/autogk/worktrees").glob("*"))
 
 
-@pytest.mark.slow(35)
+@pytest.mark.slow(12)
 @pytest.mark.parametrize("k,n,mlflow", [(4, 4, True)])  # more slots than one-step moves: a rebase happens
 def test_parallel_runs_k_experiments_and_merges_only_fresh_keeps(project, k, n, mlflow, monkeypatch):
     start = git(project, "rev-parse", "main").strip()

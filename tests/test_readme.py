@@ -91,7 +91,7 @@ def after_command_one(tmp_path_factory):
     return root
 
 
-@pytest.mark.slow(89)
+@pytest.mark.slow(41)
 def test_every_row_of_the_review_table_works_as_written(after_command_one):
     root = after_command_one
     rows = table_rows()

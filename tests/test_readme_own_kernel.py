@@ -28,7 +28,7 @@ def test_the_block_is_one_a_person_can_paste():
         assert (REPO / path).is_file(), f"the README's own-kernel block names {path}, which does not exist"
 
 
-@pytest.mark.slow(19)
+@pytest.mark.slow(18)
 def test_the_own_kernel_block_runs_as_written_on_a_fresh_clone(tmp_path):
     env = hermetic_env(tmp_path / "home")
     (tmp_path / "home" / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")  # a new user: no identity

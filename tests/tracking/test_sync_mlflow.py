@@ -35,7 +35,7 @@ def runs(root: Path) -> list[dict]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.slow(29)
+@pytest.mark.slow(15)
 def test_an_amended_experiment_has_one_active_run(project):
     git(project, "checkout", "-qb", "autogk/scale/0001-by-hand")
     k = project / KERNEL
