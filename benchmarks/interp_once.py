@@ -1,11 +1,11 @@
 """Triton's CPU interpreter with and without the judge's once-a-launch set-up (bench/judge/interp.py).
 
-    .venv/bin/python benchmarks/interp_once.py            # the bundled DSA kernels, starting and best
+    .venv/bin/python benchmarks/interp_once.py            # the bundled kernels, starting and best
     .venv/bin/python benchmarks/interp_once.py --json
 
 Each kernel runs in a fresh process under TRITON_INTERPRET=1, once as Triton comes and once with
 `patch_once()`, on the first CPU-sized workloads of its target's own set (inputs from the target's
-generator, a fixed seed); the script prints the CPU seconds of the kernel's calls (imports and inputs
+generator, or N(0,1) where it has none; a fixed seed); the script prints the CPU seconds of the kernel's calls (imports and inputs
 left out) and checks that both gave the same outputs, bit for bit.
 """
 from __future__ import annotations
@@ -20,10 +20,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "autogk_git"
-TARGETS = ["dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64", "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"]
+TARGETS = ["rmsnorm_h4096", "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
+           "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"]
 
 RUN = r"""
-import importlib.util, json, sys, time
+import importlib.util, json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 if sys.argv[2] == "1":
     from autogk_git.bench.judge.interp import patch_once
@@ -33,14 +34,20 @@ ex, kernel, n, out = sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
 def load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); return m
-gen, ker = load(f"{ex}/inputs.py", "gen"), load(kernel, "ker")
+gen = load(f"{ex}/inputs.py", "gen") if os.path.exists(f"{ex}/inputs.py") else None
+ker = load(kernel, "ker")
 d = json.load(open(f"{ex}/definition.json"))
 consts = {k: a["value"] for k, a in d["axes"].items() if a.get("type") == "const"}
 wls = [json.loads(l)["workload"] for l in open(f"{ex}/workloads.jsonl")][:n]
 got, spent = [], 0.0
 for i, wl in enumerate(wls):
     axes = {**consts, **wl["axes"]}
-    x = gen.generate(dict(axes), d, 100 + i, "cpu", workload=wl)
+    if gen is not None:
+        x = gen.generate(dict(axes), d, 100 + i, "cpu", workload=wl)
+    else:  # N(0,1) of each input's shape and dtype (rmsnorm: no generator of its own)
+        g = torch.Generator().manual_seed(100 + i)
+        x = {k: torch.randn([axes[a] if isinstance(a, str) else a for a in spec["shape"]], generator=g).to(
+            getattr(torch, spec["dtype"])) for k, spec in d["inputs"].items()}
     outs = []
     for name, spec in d["outputs"].items():
         shape = [axes[a] if isinstance(a, str) else a for a in spec["shape"]]
