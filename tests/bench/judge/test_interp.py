@@ -114,3 +114,15 @@ def test_the_judges_kernel_processes_on_the_cpu_run_the_interpreter_set_up_once(
     out = runner.run_worker(job, dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES=""), 300)
     res = out["labels"]["candidate"]
     assert [res[w["uuid"]]["status"] for w in workloads] == [Status.PASSED] * 2, res
+
+
+def test_the_cpu_profiler_runs_the_interpreter_set_up_once_too(project):
+    from autogk_git.bench import profiler
+    from autogk_git.project import Project
+    from autogk_git.record.kernels import sources_at
+    from autogk_git.git import repo
+    p = Project(project)
+    sha = repo.rev(p.root, p.trunk)
+    sources = dict(sources_at(p.root, p.target("scale"), sha), **{"kernel.py": INTERP_PROBE})
+    path = profiler.profile_target(p, p.target("scale"), sources, sha, calls=1)
+    assert "host time only" in path.read_text()  # profiled: the probe's assert held in the profiler's process
