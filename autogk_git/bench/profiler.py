@@ -16,7 +16,6 @@ kernel (Nsight Compute) are bench/ncu.py's, taken by the loop after a verdict (l
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -33,10 +32,10 @@ def profile_job(job: dict, calls: int = 20, warmup: int = 3) -> dict:
     from judge import files as jfiles
     from judge import inputs as jinputs
 
-    if os.environ.get("TRITON_INTERPRET") == "1":  # as the judge's CPU kernel processes run it
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":  # Triton's interpreter (profile_target's CPU path), as the judge's CPU kernel processes run it
         from judge import interp
         interp.patch_once()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
     tmp = Path(tempfile.mkdtemp(prefix="autogk-profile-"))
     gen = jfiles.import_files("generator", {"inputs.py": job["generator"]}, tmp, main="inputs.py") \
         if job.get("generator") else None
@@ -103,6 +102,7 @@ def profile_target(project, target, sources: dict[str, str], sha: str, calls: in
     """Profile one kernel (its sources, as committed at sha) on this machine; returns the artifact path.
 
     The caller resolves the sources (record/kernels.sources_at): bench never reads git."""
+    import os
     import subprocess
 
     from autogk_git.bench.backends import cuda_available
