@@ -5,8 +5,8 @@
 
 Each kernel runs in a fresh process under TRITON_INTERPRET=1, once as Triton comes and once with
 `patch_once()`, on the first CPU-sized workloads of its target's own set (inputs from the target's
-generator, or N(0,1) where it has none; a fixed seed); the script prints the CPU seconds of the kernel's calls (imports and inputs
-left out) and checks that both gave the same outputs, bit for bit.
+generator, or N(0,1) where it has none; a fixed seed); the script prints the CPU seconds of the
+kernel's calls (imports and inputs left out) and checks that both gave the same outputs, bit for bit.
 """
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ def main() -> int:
             for which, kernel in (("start", PKG / "examples" / target / "kernel.py"),
                                   ("best", PKG / "best_kernels" / target / "kernel.py")):
                 a, b = Path(d) / "triton.pt", Path(d) / "once.pt"
-                plain, fast = one(kernel, target, False, args.workloads, a), one(kernel, target, True, args.workloads, b)
+                plain = one(kernel, target, False, args.workloads, a)
+                fast = one(kernel, target, True, args.workloads, b)
                 same = all(torch.equal(x, y) for xs, ys in zip(torch.load(a), torch.load(b), strict=True)
                            for x, y in zip(xs, ys, strict=True))
                 rows.append({"target": target, "kernel": which, "workloads": plain["workloads"],
@@ -91,8 +92,9 @@ def main() -> int:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
-            print(f"{r['target'][:24]:24s} {r['kernel']:5s} {r['workloads']} workloads: {r['cpu_s_triton']:6.1f} CPU-s as "
-                  f"Triton comes, {r['cpu_s_once']:6.1f} once a launch ({r['cpu_s_once'] / r['cpu_s_triton']:.2f}x); "
+            ratio = r["cpu_s_once"] / r["cpu_s_triton"]
+            print(f"{r['target'][:24]:24s} {r['kernel']:5s} {r['workloads']} workloads: {r['cpu_s_triton']:6.1f} "
+                  f"CPU-s as Triton comes, {r['cpu_s_once']:6.1f} once a launch ({ratio:.2f}x); "
                   f"outputs {'identical' if r['same_outputs'] else 'DIFFER'}")
     return 0 if all(r["same_outputs"] for r in rows) else 1
 

@@ -99,7 +99,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 # Triton's interpreter set up once a launch, as the judge's kernel processes run it on the CPU
-# (autogk_git/bench/judge/interp.py): ~30 % of the flagship kernels' interpreter time otherwise.
+# (autogk_git/bench/judge/interp.py): 13-39 % of the bundled kernels' interpreter time otherwise.
 INTERP_PRELUDE = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
                   "from autogk_git.bench.judge.interp import patch_once; patch_once()\n")
 

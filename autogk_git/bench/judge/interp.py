@@ -4,9 +4,9 @@ Each launch of a kernel under the interpreter points `triton.language`'s functio
 (`interpreter._patch_lang`, over `inspect.getmembers` of the language's modules) and puts them back
 when the launch ends. Triton 3.x does the same again on every call of a `@triton.jit` helper inside the
 launch (`InterpretedFunction.__call__`), including the language's own helpers (`tl.max`, `tl.sum`),
-although the launch has already patched those modules: on the DSA targets' kernels that repeated
-set-up was ~30 % of the interpreter's time (the sparse-attention attempt 28's check: 20.2 CPU-s, 14.4
-with this).
+although the launch has already patched those modules. Skipping the repeats cut the kernels' calls
+by 13-39 % on the bundled kernels (`benchmarks/interp_once.py`: rmsnorm's `tl.sum` is such a helper too)
+and the sparse-attention attempt 28's interpreter check from 20.2 to 14.4 CPU-s.
 
 `patch_once()` makes a helper's call inside a launch patch only the language modules this launch has
 not patched yet (`triton.language`, `triton.language.core`: a helper of the library's own sees `core`

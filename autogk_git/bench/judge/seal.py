@@ -263,8 +263,8 @@ def seal_process(process, timing) -> Seal:
                  ("FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "Kernel") if hasattr(apu, c)]
     for name, ns in libs:
         seal.library(name, ns)
-    for mod in (process, sys.modules[__name__], calls, timing, l2, held, hygiene, interp, launch, profiling, stats, status,
-                builtins, math, time, mpc, mpr, torch, torch.cuda, sys.modules.get("torch.profiler"),
+    for mod in (process, sys.modules[__name__], calls, timing, l2, held, hygiene, interp, launch, profiling, stats,
+                status, builtins, math, time, mpc, mpr, torch, torch.cuda, sys.modules.get("torch.profiler"),
                 sys.modules.get("ctypes"), gc, signal, threading):
         if mod is not None:
             seal.module(mod)
