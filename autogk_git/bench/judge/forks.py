@@ -288,9 +288,17 @@ def _above(fd: int) -> int:
 
 
 def _exit(code: int) -> None:
-    """End a forked process as an interpreter ends: exit handlers run, streams flushed, then _exit."""
+    """End a forked process as an interpreter ends: exit handlers run, streams flushed, then _exit.
+
+    Less torch's own: each of its operator libraries takes its registrations out of the dispatcher at exit
+    (134 finalizers, ~30 ms of CPU a process, a few hundred forked processes a test run), which changes
+    nothing a process about to end leaves behind."""
     try:
         import atexit
+        import weakref
+        for fin, info in list(getattr(weakref.finalize, "_registry", {}).items()):
+            if getattr(info.func, "__module__", "") == "torch.library":
+                fin.atexit = False
         atexit._run_exitfuncs()
     except BaseException:  # noqa: BLE001
         pass

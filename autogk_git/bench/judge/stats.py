@@ -33,6 +33,7 @@ reach, so more rounds cannot change a revert (this is what makes A/A comparisons
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -79,8 +80,13 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with df degrees of freedom (bisection; |error| < 1e-9)."""
+    """The p-quantile of Student's t with df degrees of freedom (bisection; |error| < 1e-9).
+
+    Remembered by (p, df): a bisection is ~40 incomplete-beta evaluations, and the rounds ask again for the
+    same few levels and degrees of freedom at every look of every workload (the judge's per-round states,
+    each verdict's bounds). The tests of the statistics and the verdict simulations: 31.3 -> 15.3 s."""
     if not 0.0 < p < 1.0:
         raise ValueError("p must be in (0, 1)")
     if p < 0.5:

@@ -105,3 +105,31 @@ def test_on_a_gpu_forked_kernel_processes_are_judged_as_fresh_ones():
     for label in ("parent", "candidate"):
         r = out["labels"][label][WL["uuid"]]
         assert r["status"] == "PASSED" and r.get("latency_us"), (label, r)
+
+
+def test_a_forked_process_ends_with_its_exit_handlers_but_not_torchs_operator_deregistration(tmp_path):
+    # forks._exit ends every forked judge and kernel process: the process's own exit handlers and
+    # finalizers run, as at a fresh interpreter's end; torch.library's (its operators taken out of the
+    # dispatcher, ~30 ms of CPU a process) do not, as nothing outside the ending process sees them.
+    import weakref
+
+    def marker(name):
+        def write():
+            (tmp_path / name).write_text("ran")
+        return write
+    torchs = marker("torch")
+    torchs.__module__ = "torch.library"  # as torch.library's own finalizers, _del_library, are
+    pid = os.fork()
+    if pid == 0:
+        import atexit
+
+        class Held:
+            pass
+        held = Held()
+        weakref.finalize(held, torchs)
+        weakref.finalize(held, marker("finalizer"))
+        atexit.register(marker("atexit"))
+        forks._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["atexit", "finalizer"]
