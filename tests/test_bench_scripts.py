@@ -391,3 +391,21 @@ def test_the_stage_probe_finds_each_line_it_times_in_the_flagship_kernels(kernel
     broken.write_text(path.read_text().replace("m_i = m_new", "m_i = tl.maximum(m_new, m_i)"))
     with pytest.raises(SystemExit, match="m_i = m_new"):
         stages.timed_module(broken, tmp_path)
+
+
+def test_suite_spy_reads_py_spys_samples_by_kind_and_sets_waits_aside(tmp_path):
+    spy = load("suite_spy")
+    raw = tmp_path / "spy.txt"
+    # py-spy's raw lines: the process's command line (here over two lines, as a `python -c` script's is),
+    # then the frames, then the count.
+    raw.write_text(
+        'process 1:"python -c import x\nrun()";<module> (<string>:1);<module> (torch/__init__.py:3);'
+        '_load (torch/_C.py:9) 50\n'
+        'process 1:"python -c import x\nrun()";<module> (<string>:1);t_quantile (autogk_judge/stats.py:90);'
+        '_betacf (autogk_judge/stats.py:50) 25\n'
+        'process 2:"autogk iterate";main (autogk_git/cli.py:3);_serve (autogk_judge/forks.py:206) 75\n')
+    out = spy.summary(raw, 5)
+    assert out["samples"] == 150 and out["waiting_s"] == 3.0
+    assert out["by_kind_s"] == {"torch import": 2.0, "the rest": 1.0}
+    assert out["innermost_project_frame_s"] == {"_betacf (autogk_judge/stats.py)": 1.0}
+    assert spy.callers(raw, "_betacf (", 1, 5) == {"_betacf <- t_quantile": 1.0}
