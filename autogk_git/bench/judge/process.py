@@ -330,8 +330,8 @@ def main(argv: list[str]) -> int:
             seq[0] += 1
             mac = hmac.new(key, f"{seq[0]}:{body}".encode(), hashlib.sha256).hexdigest()
             progress.write(json.dumps({"seq": seq[0], "rec": rec, "mac": mac}) + "\n")
-            progress.flush()
-            os.fsync(progress.fileno())
+            progress.flush()  # read on this machine, from the page cache: no disk sync to wait on (a loaded
+            # machine held a judge over 20 s in one, its job's limit spent before any kernel ran)
 
     tmp = Path(tempfile.mkdtemp(prefix="autogk-worker-"))
     _TEMP.append(tmp)
