@@ -2,6 +2,8 @@
 it ships beside the worker and imports only the standard library)."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
 
@@ -28,3 +30,18 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Python's cycle collector held off for a block of heavy imports (MLflow's, torch's): the collections
+    it runs as the imports allocate walk every object made so far, ~20 % of those imports' CPU (MLflow and
+    its store 1.55 -> 1.27 CPU-s; torch and Triton after it 1.08 -> 0.77; benchmarks/RESULTS.md). What
+    they leave is collected as ever once the block ends."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -30,6 +30,7 @@ from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
 from autogk_git.bench.proofs import cache_root, content_key, likely_device_kind
 from autogk_git.errors import TargetError
+from autogk_git.procs import no_gc
 
 # Above this many input elements the check would measure the CPU, not the reference: say it was skipped.
 MAX_CHECK_NUMEL = 1 << 24
@@ -140,9 +141,10 @@ def _raised(e: BaseException, when: str) -> "_Broken":
 def _run(job: dict[str, Any]) -> dict[str, Any]:
     import types
 
-    import torch
+    with no_gc():
+        import torch
 
-    from autogk_git.bench.judge.inputs import DTYPES, Inputs, as_tuple, load_reference, resolve_axes, shape_of
+        from autogk_git.bench.judge.inputs import DTYPES, Inputs, as_tuple, load_reference, resolve_axes, shape_of
 
     definition, wl = job["definition"], job["workload"]
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -35,6 +35,7 @@ from autogk_git.bench import isolated
 from autogk_git.bench.job import numel
 from autogk_git.bench.proofs import FILE, VERSION, device_kind, key, proof_dir, records, source_in, standing
 from autogk_git.errors import TargetError
+from autogk_git.procs import no_gc
 SEEDS = (1234, 4321)  # two input sets a workload: the second catches state kept between calls
 
 
@@ -139,10 +140,11 @@ def prove(job: dict[str, Any]) -> dict[str, Any]:
     {"status": agrees | differs | error | skipped, "why", "sets", "max_abs_err", "slow_s", "fast_s"}}})."""
     import types
 
-    import torch
+    with no_gc():
+        import torch
 
-    from autogk_git.bench.judge import rules, stress
-    from autogk_git.bench.judge.inputs import Inputs, load_reference
+        from autogk_git.bench.judge import rules, stress
+        from autogk_git.bench.judge.inputs import Inputs, load_reference
 
     definition, workloads = job["definition"], job["workloads"]
     device = "cuda" if torch.cuda.is_available() else "cpu"

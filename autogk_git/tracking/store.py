@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from autogk_git.procs import pid_alive
+from autogk_git.procs import no_gc, pid_alive
 
 
 # A server store is probed before MLflow is asked anything: MLflow retries a refused connection with
@@ -76,16 +76,17 @@ def open_client(project):
     probe(uri)
     for k, v in HTTP_LIMITS.items():
         os.environ.setdefault(k, v)
-    import mlflow  # noqa: F401  (heavy: imported only here, only when logging)
-    from mlflow.tracking import MlflowClient
+    with no_gc():  # MLflow's imports, and its store's, which the client builds: ~0.3 CPU-s less
+        import mlflow  # noqa: F401  (heavy: imported only here, only when logging)
+        from mlflow.tracking import MlflowClient
 
-    _quiet_tracebacks()
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        db.parent.mkdir(parents=True, exist_ok=True)
-        if not db.exists():
-            _build_sqlite_store(db, project.artifact_root())
-    return MlflowClient(tracking_uri=uri)
+        _quiet_tracebacks()
+        if uri.startswith("sqlite:///"):
+            db = Path(uri[len("sqlite:///"):])
+            db.parent.mkdir(parents=True, exist_ok=True)
+            if not db.exists():
+                _build_sqlite_store(db, project.artifact_root())
+        return MlflowClient(tracking_uri=uri)
 
 
 BUILDING = ".building"

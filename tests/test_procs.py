@@ -1,0 +1,35 @@
+"""autogk_git/procs.py: the helpers for this process and others by pid."""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+
+from autogk_git import procs
+
+
+def test_no_gc_holds_the_collector_off_for_its_block_and_leaves_its_state_as_it_found_it():
+    assert gc.isenabled()
+    with procs.no_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        with procs.no_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    try:
+        with procs.no_gc():
+            raise KeyError("an import that fails")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+
+
+def test_pid_alive_tells_a_running_process_from_an_ended_one():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert procs.pid_alive(os.getpid()) and not procs.pid_alive(p.pid)
