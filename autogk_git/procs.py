@@ -1,5 +1,5 @@
 """Processes by pid, for the package's own state files (the worker's hygiene.py keeps its own copy:
-it ships beside the worker and imports only the standard library)."""
+it ships beside the worker and imports only the standard library); this process's heavy imports."""
 from __future__ import annotations
 
 import contextlib
@@ -35,9 +35,9 @@ def pid_alive(pid: int) -> bool:
 @contextlib.contextmanager
 def no_gc():
     """Python's cycle collector held off for a block of heavy imports (MLflow's, torch's): the collections
-    it runs as the imports allocate walk every object made so far, ~20 % of those imports' CPU (MLflow and
-    its store 1.55 -> 1.27 CPU-s; torch and Triton after it 1.08 -> 0.77; benchmarks/RESULTS.md). What
-    they leave is collected as ever once the block ends."""
+    it runs as the imports allocate walk every object made so far (MLflow with its client and store 1.65 ->
+    1.35 CPU-s, torch and Triton after it 1.17 -> 0.83: benchmarks/import_gc.py). What they leave is
+    collected as ever once the block ends."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -144,7 +144,8 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     with no_gc():
         import torch
 
-        from autogk_git.bench.judge.inputs import DTYPES, Inputs, as_tuple, load_reference, resolve_axes, shape_of
+        from autogk_git.bench.judge.inputs import (DTYPES, Inputs, as_tuple, load_reference, resolve_axes,
+                                                   shape_of)
 
     definition, wl = job["definition"], job["workload"]
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -282,8 +282,8 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> int:
 
 def _heavy_import(name: str) -> None:
     """Import a large package with Python's cycle collector held off: the collections it runs as the
-    imports allocate walk every object made so far (torch's import ~0.93 -> 0.85 CPU-s, Triton's after
-    it more). What the import leaves is collected as ever afterwards."""
+    imports allocate walk every object made so far (torch's import 0.99 -> 0.92 CPU-s, benchmarks/
+    import_gc.py; Triton's after it more). What the import leaves is collected as ever afterwards."""
     was = gc.isenabled()
     gc.disable()
     try:
