@@ -9,11 +9,17 @@ import sys
 from autogk_git import procs
 
 
-def test_no_gc_holds_the_collector_off_for_its_block_and_leaves_its_state_as_it_found_it():
+def test_no_gc_holds_the_collector_off_for_its_block_then_freezes_what_the_process_holds():
     assert gc.isenabled()
-    with procs.no_gc():
-        assert not gc.isenabled()
-    assert gc.isenabled()
+    made = object.__new__(type("Made", (), {}))  # a tracked object alive before the block's end
+    before = gc.get_freeze_count()
+    try:
+        with procs.no_gc():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > before and not any(o is made for o in gc.get_objects())
+    finally:
+        gc.unfreeze()  # this worker's collector as it was
     gc.disable()  # a caller that had it off keeps it off
     try:
         with procs.no_gc():
