@@ -34,17 +34,19 @@ def pid_alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def no_gc():
-    """Python's cycle collector held off for a block of heavy imports (MLflow's, torch's), then what the
-    process holds frozen (`gc.freeze`): the collections it runs as imports allocate walk every object made
-    so far (MLflow with its client and store 1.65 -> 1.35 CPU-s, torch and Triton after it 1.17 -> 0.83),
-    and so would every full collection after them, which the freeze spares (300,000 objects made after
-    MLflow's imports: 0.92 CPU-s as Python comes, 1.10 with the collections held off alone, 0.24 frozen:
-    benchmarks/import_gc.py). What later code leaves is collected as ever."""
-    was = gc.isenabled()
+    """Python's cycle collector held off for a block of heavy imports (MLflow's, torch's), then, where the
+    block imported anything, what the process holds frozen (`gc.freeze`): the collections the collector
+    runs as imports allocate walk every object made so far (MLflow with its client and store 1.65 -> 1.35
+    CPU-s, torch and Triton after it 1.17 -> 0.83), and so would every full collection after them, which
+    the freeze spares (300,000 objects made after MLflow's imports: 0.92 CPU-s as Python comes, 1.10 with
+    the collections held off alone, 0.24 frozen: benchmarks/import_gc.py). A block that imports nothing new
+    (a later call) freezes nothing: a long loop's garbage stays collectable."""
+    was, modules = gc.isenabled(), len(sys.modules)
     gc.disable()
     try:
         yield
     finally:
         if was:
             gc.enable()
-        gc.freeze()
+        if len(sys.modules) > modules:
+            gc.freeze()
